@@ -1,0 +1,251 @@
+//! The file-system seam and the injectable roots.
+//!
+//! This is the one module that knows the default locations of sysfs and procfs. Every source
+//! resolves its paths under [`Roots`], so `--path.sysfs tests/fixtures/<tree>/sys` runs the whole
+//! agent against a fixture tree, and reads go through the [`Fs`] trait so tests can make chosen
+//! paths fail with a chosen errno (`EINVAL` from a PMA counter, `ENODEV` from a vanished device)
+//! that a plain directory of files cannot produce.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Where the kernel's pseudo file systems are mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    /// The sysfs mount point (`--path.sysfs`).
+    pub sysfs: PathBuf,
+    /// The procfs mount point (`--path.procfs`).
+    pub procfs: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots { sysfs: PathBuf::from(DEFAULT_SYSFS), procfs: PathBuf::from(DEFAULT_PROCFS) }
+    }
+}
+
+/// The default sysfs mount point.
+pub const DEFAULT_SYSFS: &str = "/sys";
+/// The default procfs mount point.
+pub const DEFAULT_PROCFS: &str = "/proc";
+
+/// The most bytes read from one attribute file. sysfs attributes are at most one page
+/// (4096 bytes); anything much larger is not a kernel attribute and is refused rather than
+/// buffered.
+pub const MAX_ATTRIBUTE_BYTES: u64 = 64 * 1024;
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's file name.
+    pub name: String,
+    /// Whether the entry is a directory (symlinks are not followed).
+    pub is_dir: bool,
+}
+
+/// Read access to a file-system tree. The agent uses [`RealFs`]; tests wrap it to inject
+/// failures.
+pub trait Fs: Send + Sync + std::fmt::Debug {
+    /// Reads a whole attribute file, at most [`MAX_ATTRIBUTE_BYTES`] (larger files fail with
+    /// `EFBIG`).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Lists a directory, in natural order (`mlx5_2` before `mlx5_10`, `gids/2` before `gids/10`).
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>>;
+    /// Reads the target of a symbolic link.
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Whether `path` exists (following symlinks).
+    fn exists(&self, path: &Path) -> bool;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+impl Fs for RealFs {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let file = File::open(path)?;
+        let mut buf = Vec::with_capacity(64);
+        file.take(MAX_ATTRIBUTE_BYTES + 1).read_to_end(&mut buf)?;
+        if buf.len() as u64 > MAX_ATTRIBUTE_BYTES {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
+        Ok(buf)
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue; // the kernel names its attributes in ASCII
+            };
+            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            entries.push(DirEntry { name, is_dir });
+        }
+        entries.sort_by(|a, b| natural_cmp(&a.name, &b.name));
+        Ok(entries)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+}
+
+/// Compares names so that runs of digits compare by value: `mlx5_2 < mlx5_10`.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let da = a.iter().take_while(|c| c.is_ascii_digit()).count();
+                let db = b.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (na, nb) = (trim_zeros(&a[..da]), trim_zeros(&b[..db]));
+                let ord = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb)).then(da.cmp(&db));
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+                a = &a[da..];
+                b = &b[db..];
+            }
+            (Some(x), Some(y)) => {
+                if x != y {
+                    return x.cmp(y);
+                }
+                a = &a[1..];
+                b = &b[1..];
+            }
+        }
+    }
+}
+
+fn trim_zeros(digits: &[u8]) -> &[u8] {
+    let zeros = digits.iter().take_while(|&&c| c == b'0').count();
+    &digits[zeros..]
+}
+
+/// Whether an I/O error means "not there" rather than "broken".
+pub fn is_not_found(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::NotFound
+}
+
+/// A fault [`FaultFs`] injects.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// The operation fails with this errno.
+    Errno(i32),
+    /// A read returns these bytes instead of the file's.
+    Content(Vec<u8>),
+}
+
+type Hook = Box<dyn Fn(&Path) + Send + Sync>;
+
+/// A file system over [`RealFs`] that fails chosen paths with chosen errnos, and records every
+/// path it was asked for. Sysfs returns errnos (`EINVAL` from a PMA counter, `ENODEV` from a
+/// removed device) that plain files cannot, so tests of failure handling use this.
+#[derive(Default)]
+pub struct FaultFs {
+    faults: std::collections::HashMap<PathBuf, Fault>,
+    accessed: std::sync::Mutex<Vec<PathBuf>>,
+    hook: Option<Hook>,
+}
+
+impl std::fmt::Debug for FaultFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultFs").field("faults", &self.faults).finish_non_exhaustive()
+    }
+}
+
+impl FaultFs {
+    /// A file system with no faults.
+    pub fn new() -> Self {
+        FaultFs::default()
+    }
+
+    /// Makes every operation on `path` fail or return other content.
+    pub fn fault(mut self, path: impl Into<PathBuf>, fault: Fault) -> Self {
+        self.faults.insert(path.into(), fault);
+        self
+    }
+
+    /// Runs `hook` before every operation, with the operation's path (to remove a device
+    /// mid-collection, say).
+    pub fn hook(mut self, hook: impl Fn(&Path) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Box::new(hook));
+        self
+    }
+
+    /// Every path an operation was asked for, in order.
+    pub fn accessed(&self) -> Vec<PathBuf> {
+        self.accessed.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    fn enter(&self, path: &Path) -> Option<&Fault> {
+        if let Ok(mut accessed) = self.accessed.lock() {
+            accessed.push(path.to_path_buf());
+        }
+        if let Some(hook) = &self.hook {
+            hook(path);
+        }
+        self.faults.get(path)
+    }
+}
+
+impl Fs for FaultFs {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.enter(path) {
+            Some(Fault::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
+            Some(Fault::Content(bytes)) => Ok(bytes.clone()),
+            None => RealFs.read(path),
+        }
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        match self.enter(path) {
+            Some(Fault::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
+            _ => RealFs.read_dir(path),
+        }
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.enter(path) {
+            Some(Fault::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
+            _ => RealFs.read_link(path),
+        }
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        RealFs.exists(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_sorts_numbers_by_value() {
+        let mut names = vec!["mlx5_10", "mlx5_2", "mlx5_1", "irdma0", "mlx5_0", "gid"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(names, ["gid", "irdma0", "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10"]);
+    }
+
+    #[test]
+    fn oversized_file_is_refused_with_efbig() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge");
+        std::fs::write(&path, vec![b'1'; (MAX_ATTRIBUTE_BYTES + 10) as usize]).unwrap();
+        let err = RealFs.read(&path).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
+        std::fs::write(&path, b"4: ACTIVE\n").unwrap();
+        assert_eq!(RealFs.read(&path).unwrap(), b"4: ACTIVE\n");
+    }
+}

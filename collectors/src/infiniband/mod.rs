@@ -1,0 +1,452 @@
+//! The `infiniband` source: RDMA devices and ports from `/sys/class/infiniband`.
+//!
+//! Kernel interface: `drivers/infiniband/core/sysfs.c` (ABI document
+//! `Documentation/ABI/stable/sysfs-class-infiniband`); every format it parses is listed in
+//! `reference/rdma-kernel-interfaces.md` §1 and §3. It reads, per device, the identity files
+//! and device-level `hw_counters/`; per port, `state`, `phys_state`, `rate`, `link_layer`,
+//! `lid`/`sm_lid`, the PMA counters in `counters/` (and legacy `counters_ext/`), every driver
+//! counter in `hw_counters/` under its own name, the GID table, and for RoCE/iWARP ports the
+//! netdev and its MTU, from which it derives the active RDMA MTU with the driver's rule.
+//!
+//! Failure semantics: a file that is missing is "not provided"; a file that fails to read or
+//! parse costs that file's value and is reported as a [`CollectError`]; a device that vanishes
+//! mid-collection is dropped with one error; nothing a device does hides another device.
+//! Devices are filtered by name *before* anything of theirs is read.
+
+pub mod parse;
+pub mod pma;
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use regex::Regex;
+
+pub use types::*;
+
+use crate::error::{CollectError, ErrorKind};
+use crate::fs::{is_not_found, Fs, Roots};
+use crate::source::{
+    regex_option, OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData,
+    SourceReport, SourceSpec,
+};
+use parse::ParseError;
+
+/// The registry entry of this source.
+pub const SPEC: SourceSpec = SourceSpec {
+    name: "infiniband",
+    help: "InfiniBand and RoCE devices and ports from /sys/class/infiniband: state, rate, width, PMA and driver counters, GIDs, RoCE MTU.",
+    default_enabled: true,
+    options: &[
+        OptionSpec {
+            name: "device-include",
+            help: "Regular expression of RDMA device names to read (unanchored); others are never read.",
+            kind: OptionKind::Regex,
+        },
+        OptionSpec {
+            name: "device-exclude",
+            help: "Regular expression of RDMA device names to skip without reading them (unanchored).",
+            kind: OptionKind::Regex,
+        },
+    ],
+    build,
+};
+
+fn build(
+    roots: &Roots,
+    fs: Arc<dyn Fs>,
+    options: &OptionValues,
+) -> Result<Box<dyn Source>, SourceBuildError> {
+    Ok(Box::new(InfinibandSource {
+        fs,
+        class_dir: roots.sysfs.join("class/infiniband"),
+        net_dir: roots.sysfs.join("class/net"),
+        include: regex_option(options, "device-include")?,
+        exclude: regex_option(options, "device-exclude")?,
+    }))
+}
+
+/// Reads `/sys/class/infiniband`.
+#[derive(Debug)]
+pub struct InfinibandSource {
+    fs: Arc<dyn Fs>,
+    class_dir: PathBuf,
+    net_dir: PathBuf,
+    include: Option<Regex>,
+    exclude: Option<Regex>,
+}
+
+impl InfinibandSource {
+    /// A source over `roots` that reads through `fs`, reading the devices `include` matches and
+    /// `exclude` does not.
+    pub fn new(roots: &Roots, fs: Arc<dyn Fs>, include: Option<Regex>, exclude: Option<Regex>) -> Self {
+        InfinibandSource {
+            fs,
+            class_dir: roots.sysfs.join("class/infiniband"),
+            net_dir: roots.sysfs.join("class/net"),
+            include,
+            exclude,
+        }
+    }
+
+    /// Whether the device filter lets `name` be read.
+    pub fn wants(&self, name: &str) -> bool {
+        self.include.as_ref().is_none_or(|re| re.is_match(name))
+            && !self.exclude.as_ref().is_some_and(|re| re.is_match(name))
+    }
+
+    /// Reads every wanted device.
+    pub fn read(&self) -> SourceReport {
+        let mut errors = Vec::new();
+        let entries = match self.fs.read_dir(&self.class_dir) {
+            Ok(entries) => entries,
+            Err(err) if is_not_found(&err) => {
+                return SourceReport {
+                    data: Some(SourceData::Infiniband(Snapshot::default())),
+                    errors,
+                    absent: Some(format!("{} does not exist", self.class_dir.display())),
+                };
+            }
+            Err(err) => {
+                errors.push(CollectError::io(None, &self.class_dir, &err));
+                return SourceReport { data: None, errors, absent: None };
+            }
+        };
+        let mut devices = Vec::new();
+        for entry in entries {
+            if !self.wants(&entry.name) {
+                continue;
+            }
+            let mut reader = DeviceReader {
+                src: self,
+                name: &entry.name,
+                dir: self.class_dir.join(&entry.name),
+                errors: Vec::new(),
+            };
+            let device = reader.read();
+            let device_errors = reader.errors;
+            if let Some(mut device) = device {
+                device.errors = device_errors.len() as u64;
+                devices.push(device);
+            }
+            errors.extend(device_errors);
+        }
+        SourceReport { data: Some(SourceData::Infiniband(Snapshot { devices })), errors, absent: None }
+    }
+}
+
+impl Source for InfinibandSource {
+    fn name(&self) -> &'static str {
+        SPEC.name
+    }
+
+    fn collect(&self) -> SourceReport {
+        self.read()
+    }
+}
+
+/// Reads one device, collecting its errors.
+struct DeviceReader<'a> {
+    src: &'a InfinibandSource,
+    name: &'a str,
+    dir: PathBuf,
+    errors: Vec<CollectError>,
+}
+
+/// What `read_text` found.
+enum Text {
+    Value(String),
+    Missing,
+    Failed(io::Error),
+}
+
+impl DeviceReader<'_> {
+    fn fs(&self) -> &dyn Fs {
+        self.src.fs.as_ref()
+    }
+
+    fn read_text(&self, path: &Path) -> Text {
+        match self.fs().read(path) {
+            Ok(bytes) => Text::Value(String::from_utf8_lossy(&bytes).trim_end_matches(['\n', '\0']).to_owned()),
+            Err(err) if is_not_found(&err) => Text::Missing,
+            Err(err) => Text::Failed(err),
+        }
+    }
+
+    /// Reads an optional attribute: missing is `None` without an error, a failed read is
+    /// `None` with one.
+    fn attr(&mut self, path: &Path) -> Option<String> {
+        match self.read_text(path) {
+            Text::Value(v) => Some(v),
+            Text::Missing => None,
+            Text::Failed(err) => {
+                self.errors.push(CollectError::io(Some(self.name), path, &err));
+                None
+            }
+        }
+    }
+
+    /// Reads and parses an optional attribute; a parse failure is recorded.
+    fn parsed<T>(&mut self, path: &Path, parse: impl FnOnce(&str) -> Result<T, ParseError>) -> Option<T> {
+        let text = self.attr(path)?;
+        match parse(&text) {
+            Ok(v) => Some(v),
+            Err(err) => {
+                self.parse_error(path, err);
+                None
+            }
+        }
+    }
+
+    fn parse_error(&mut self, path: &Path, err: ParseError) {
+        let kind = match err {
+            ParseError::NotAvailable(_) => ErrorKind::Unavailable,
+            ParseError::Format { .. } => ErrorKind::Parse,
+        };
+        self.errors.push(CollectError::new(Some(self.name), path, kind, err.to_string()));
+    }
+
+    /// Lists a directory that may legitimately be absent.
+    fn list(&mut self, path: &Path) -> Option<Vec<crate::fs::DirEntry>> {
+        match self.fs().read_dir(path) {
+            Ok(entries) => Some(entries),
+            Err(err) if is_not_found(&err) => None,
+            Err(err) => {
+                self.errors.push(CollectError::io(Some(self.name), path, &err));
+                None
+            }
+        }
+    }
+
+    fn vanished(&self) -> bool {
+        !self.fs().exists(&self.dir)
+    }
+
+    fn read(&mut self) -> Option<Device> {
+        let dir = self.dir.clone();
+        let mut device = Device { name: self.name.to_owned(), ..Device::default() };
+        device.node_type = self.parsed(&dir.join("node_type"), parse::parse_enumerated);
+        device.node_guid = self.attr(&dir.join("node_guid"));
+        device.sys_image_guid = self.attr(&dir.join("sys_image_guid"));
+        device.fw_ver = self.attr(&dir.join("fw_ver")).filter(|v| !v.trim().is_empty());
+        device.hca_type = self.attr(&dir.join("hca_type")).map(|v| v.trim().to_owned());
+        device.board_id = self.attr(&dir.join("board_id")).map(|v| v.trim().to_owned());
+        device.parent_netdev = self.attr(&dir.join("parent")).map(|v| v.trim().to_owned());
+
+        // The `device` link points at the PCI function; software devices have none.
+        if let Ok(target) = self.fs().read_link(&dir.join("device")) {
+            let pci = target.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if parse::is_pci_address(pci) {
+                device.pci_address = Some(pci.to_owned());
+                device.numa_node = self.parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
+                if let Ok(driver) = self.fs().read_link(&dir.join("device/driver")) {
+                    device.driver = driver.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+                }
+            }
+        }
+        if device.driver.is_none() && device.parent_netdev.is_some() {
+            device.driver = Some("rdma_rxe".to_owned());
+        }
+
+        let (counters, lifespan) = self.hw_counters(&dir.join("hw_counters"));
+        device.hw_counters = counters;
+        device.hw_counters_lifespan_ms = lifespan;
+
+        let ports_dir = dir.join("ports");
+        let entries = match self.fs().read_dir(&ports_dir) {
+            Ok(entries) => entries,
+            Err(err) => {
+                if self.vanished() {
+                    self.vanish(&ports_dir);
+                    return None;
+                }
+                if !is_not_found(&err) {
+                    self.errors.push(CollectError::io(Some(self.name), &ports_dir, &err));
+                }
+                Vec::new()
+            }
+        };
+        let rule = mtu_rule(&device);
+        for entry in entries {
+            let Ok(number) = entry.name.parse::<u32>() else { continue };
+            let port = self.read_port(number, &ports_dir.join(&entry.name), &device, rule);
+            device.ports.push(port);
+        }
+        // A device removed while its files were read has read errors but no directory left:
+        // report it once as vanished instead of exporting a half-read device.
+        if !self.errors.is_empty() && self.vanished() {
+            self.vanish(&dir);
+            return None;
+        }
+        Some(device)
+    }
+
+    fn vanish(&mut self, path: &Path) {
+        self.errors.retain(|_| false);
+        self.errors.push(CollectError::new(
+            Some(self.name),
+            path,
+            ErrorKind::Vanished,
+            "the device was listed but removed before it could be read",
+        ));
+    }
+
+    fn read_port(&mut self, number: u32, dir: &Path, device: &Device, rule: MtuRule) -> Port {
+        let mut port = Port { number, ..Port::default() };
+        port.state = self.parsed(&dir.join("state"), parse::parse_enumerated);
+        port.phys_state = self.parsed(&dir.join("phys_state"), parse::parse_enumerated);
+        port.link_layer = self.attr(&dir.join("link_layer")).map(|v| v.trim().to_owned());
+        port.rate = self.parsed(&dir.join("rate"), parse::parse_rate);
+        let infiniband = port.link_layer.as_deref() == Some("InfiniBand");
+        if infiniband {
+            port.lid = self.parsed(&dir.join("lid"), parse::parse_hex_u32);
+            port.sm_lid = self.parsed(&dir.join("sm_lid"), parse::parse_hex_u32);
+        }
+        port.pma = self.pma_counters(dir);
+        let (counters, lifespan) = self.hw_counters(&dir.join("hw_counters"));
+        port.hw_counters = counters;
+        port.hw_counters_lifespan_ms = lifespan;
+        port.gids = self.gids(dir);
+
+        if !infiniband {
+            port.netdev = port
+                .gids
+                .iter()
+                .flatten()
+                .find_map(|g| g.netdev.clone())
+                .or_else(|| device.parent_netdev.clone())
+                .or_else(|| self.single_pci_netdev());
+            if let Some(netdev) = &port.netdev {
+                let path = self.src.net_dir.join(netdev).join("mtu");
+                port.netdev_mtu = self.parsed(&path, parse::parse_int::<u32>);
+                if let Some(mtu) = port.netdev_mtu {
+                    port.active_mtu = Some(parse::roce_active_mtu(rule, mtu));
+                    port.mtu_rule = Some(rule);
+                }
+            }
+        }
+        port
+    }
+
+    /// The netdev of a PCI function that has exactly one (one port per function, as on
+    /// every ConnectX since ConnectX-4).
+    fn single_pci_netdev(&mut self) -> Option<String> {
+        let entries = self.fs().read_dir(&self.dir.join("device/net")).ok()?;
+        match entries.as_slice() {
+            [only] => Some(only.name.clone()),
+            _ => None,
+        }
+    }
+
+    fn pma_counters(&mut self, port_dir: &Path) -> Vec<PmaCounter> {
+        let mut by_name: BTreeMap<String, PmaCounter> = BTreeMap::new();
+        let counters_dir = port_dir.join("counters");
+        if let Some(entries) = self.list(&counters_dir) {
+            // The extended group (unicast/multicast files) has 64-bit data and packet counters.
+            let extended = entries.iter().any(|e| e.name == "unicast_xmit_packets");
+            for entry in entries.iter().filter(|e| !e.is_dir) {
+                let path = counters_dir.join(&entry.name);
+                let Some(value) = self.parsed(&path, parse::parse_counter) else { continue };
+                let bits = match pma::spec(&entry.name).map(|s| s.width) {
+                    Some(pma::Width::Fixed(bits)) => Some(bits),
+                    Some(pma::Width::BaseOrExtended) if extended || value > u64::from(u32::MAX) => Some(64),
+                    Some(pma::Width::BaseOrExtended) => Some(32),
+                    None => None,
+                };
+                by_name.insert(
+                    entry.name.clone(),
+                    PmaCounter { name: entry.name.clone(), value, bits, dir: PmaDir::Counters },
+                );
+            }
+        }
+        let ext_dir = port_dir.join("counters_ext");
+        if let Some(entries) = self.list(&ext_dir) {
+            for entry in entries.iter().filter(|e| !e.is_dir) {
+                let path = ext_dir.join(&entry.name);
+                let Some(value) = self.parsed(&path, parse::parse_counter) else { continue };
+                let name = pma::legacy_ext_name(&entry.name).unwrap_or(&entry.name).to_owned();
+                let counter = PmaCounter { name: name.clone(), value, bits: Some(64), dir: PmaDir::CountersExt };
+                // A 64-bit legacy counter replaces the 32-bit one of the base group.
+                match by_name.get(&name) {
+                    Some(existing) if existing.bits.is_some_and(|b| b >= 64) => {}
+                    _ => {
+                        by_name.insert(name, counter);
+                    }
+                }
+            }
+        }
+        let mut counters: Vec<PmaCounter> = by_name.into_values().collect();
+        // Kernel order for known counters, then the rest by name.
+        counters.sort_by_key(|c| {
+            (pma::PMA_COUNTERS.iter().position(|s| s.name == c.name).unwrap_or(usize::MAX), c.name.clone())
+        });
+        counters
+    }
+
+    fn hw_counters(&mut self, dir: &Path) -> (Vec<HwCounter>, Option<u64>) {
+        let Some(entries) = self.list(dir) else { return (Vec::new(), None) };
+        let mut counters = Vec::with_capacity(entries.len());
+        let mut lifespan = None;
+        for entry in entries.iter().filter(|e| !e.is_dir) {
+            let path = dir.join(&entry.name);
+            if entry.name == "lifespan" {
+                lifespan = self.parsed(&path, parse::parse_int::<u64>);
+                continue;
+            }
+            if let Some(value) = self.parsed(&path, parse::parse_counter) {
+                counters.push(HwCounter { name: entry.name.clone(), value });
+            }
+        }
+        (counters, lifespan)
+    }
+
+    fn gids(&mut self, port_dir: &Path) -> Option<Vec<Gid>> {
+        let gids_dir = port_dir.join("gids");
+        let entries = self.list(&gids_dir)?;
+        let mut gids = Vec::new();
+        for entry in entries {
+            let Ok(index) = entry.name.parse::<u32>() else { continue };
+            let path = gids_dir.join(&entry.name);
+            let Some(Some(gid)) = self.parsed(&path, parse::parse_gid) else { continue };
+            // For a slot without attributes the kernel fails these reads with EINVAL "for user
+            // space compatibility"; and native InfiniBand GIDs never have a netdev.
+            let gid_type = self.gid_attr(&port_dir.join("gid_attrs/types").join(&entry.name));
+            let netdev = self.gid_attr(&port_dir.join("gid_attrs/ndevs").join(&entry.name));
+            gids.push(Gid { index, gid, gid_type, netdev });
+        }
+        Some(gids)
+    }
+
+    fn gid_attr(&mut self, path: &Path) -> Option<String> {
+        match self.read_text(path) {
+            Text::Value(v) => Some(v.trim().to_owned()).filter(|v| !v.is_empty()),
+            Text::Missing => None,
+            Text::Failed(err) if err.raw_os_error() == Some(libc::EINVAL) => None,
+            Text::Failed(err) => {
+                self.errors.push(CollectError::io(Some(self.name), path, &err));
+                None
+            }
+        }
+    }
+}
+
+/// Chooses the active-MTU rule of a device's driver (`reference/rdma-kernel-interfaces.md` §3).
+pub fn mtu_rule(device: &Device) -> MtuRule {
+    if device.parent_netdev.is_some() {
+        return MtuRule::Rxe;
+    }
+    // iWARP devices (node type 4, RNIC) use iw_query_port(); irdma (on the ice/i40e PCI
+    // drivers) converts the netdev MTU without subtracting headers in RoCE mode too.
+    if device.node_type.as_ref().is_some_and(|t| t.value == 4) {
+        return MtuRule::NoHeaders;
+    }
+    match device.driver.as_deref() {
+        Some("ice" | "i40e" | "irdma") => MtuRule::NoHeaders,
+        _ => MtuRule::Iboe,
+    }
+}
+
+#[cfg(test)]
+mod tests;

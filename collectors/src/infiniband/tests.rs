@@ -1,0 +1,376 @@
+//! Reader tests over small trees written in a temporary directory with verbatim kernel text,
+//! and [`FaultFs`] for the errnos that plain files cannot produce.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+use crate::fs::{Fault, FaultFs, RealFs};
+
+struct Tree {
+    dir: tempfile::TempDir,
+}
+
+impl Tree {
+    fn new() -> Self {
+        Tree { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn sys(&self) -> PathBuf {
+        self.dir.path().join("sys")
+    }
+
+    fn write(&self, rel: &str, content: &str) {
+        let path = self.sys().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    fn symlink(&self, rel: &str, target: &str) {
+        let path = self.sys().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, path).unwrap();
+    }
+
+    /// An mlx5 PCI device with one InfiniBand port.
+    fn ib_device(&self, name: &str, pci: &str) {
+        let dev = format!("devices/pci0000:00/0000:00:01.0/{pci}/infiniband/{name}");
+        self.symlink(&format!("class/infiniband/{name}"), &format!("../../{dev}"));
+        self.symlink(&format!("{dev}/device"), &format!("../../../{pci}"));
+        self.write(&format!("devices/pci0000:00/0000:00:01.0/{pci}/numa_node"), "1\n");
+        self.symlink(
+            &format!("devices/pci0000:00/0000:00:01.0/{pci}/driver"),
+            "../../../../bus/pci/drivers/mlx5_core",
+        );
+        let files = [
+            ("node_type", "1: CA\n"),
+            ("node_guid", "a088:c203:0045:7b10\n"),
+            ("sys_image_guid", "a088:c203:0045:7b10\n"),
+            ("fw_ver", "28.39.1002\n"),
+            ("hca_type", "MT4129\n"),
+            ("board_id", "MT_0000000838\n"),
+            ("ports/1/state", "4: ACTIVE\n"),
+            ("ports/1/phys_state", "5: LinkUp\n"),
+            ("ports/1/rate", "400 Gb/sec (4X NDR)\n"),
+            ("ports/1/link_layer", "InfiniBand\n"),
+            ("ports/1/lid", "0x1a3\n"),
+            ("ports/1/sm_lid", "0x1\n"),
+            ("ports/1/counters/symbol_error", "0\n"),
+            ("ports/1/counters/link_downed", "1\n"),
+            ("ports/1/counters/port_rcv_errors", "3\n"),
+            ("ports/1/counters/port_xmit_data", "123456789012\n"),
+            ("ports/1/counters/port_rcv_data", "98765432109\n"),
+            ("ports/1/counters/unicast_xmit_packets", "1000\n"),
+            ("ports/1/hw_counters/out_of_buffer", "7\n"),
+            ("ports/1/hw_counters/lifespan", "12\n"),
+            ("ports/1/gids/0", "fe80:0000:0000:0000:a088:c203:0045:7b10\n"),
+            ("ports/1/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n"),
+            ("ports/1/gid_attrs/types/0", "IB/RoCE v1\n"),
+        ];
+        for (rel, content) in files {
+            self.write(&format!("{dev}/{rel}"), content);
+        }
+    }
+
+    /// An mlx5 RoCE port whose netdev has MTU `mtu`.
+    fn roce_device(&self, name: &str, pci: &str, netdev: &str, mtu: u32) {
+        let dev = format!("devices/pci0000:00/0000:00:02.0/{pci}/infiniband/{name}");
+        self.symlink(&format!("class/infiniband/{name}"), &format!("../../{dev}"));
+        self.symlink(&format!("{dev}/device"), &format!("../../../{pci}"));
+        self.symlink(
+            &format!("devices/pci0000:00/0000:00:02.0/{pci}/driver"),
+            "../../../../bus/pci/drivers/mlx5_core",
+        );
+        let net = format!("devices/pci0000:00/0000:00:02.0/{pci}/net/{netdev}");
+        self.write(&format!("{net}/mtu"), &format!("{mtu}\n"));
+        self.symlink(&format!("class/net/{netdev}"), &format!("../../{net}"));
+        let files = [
+            ("node_type", "1: CA\n".to_owned()),
+            ("ports/1/state", "4: ACTIVE\n".to_owned()),
+            ("ports/1/phys_state", "5: LinkUp\n".to_owned()),
+            ("ports/1/rate", "100 Gb/sec (4X EDR)\n".to_owned()),
+            ("ports/1/link_layer", "Ethernet\n".to_owned()),
+            ("ports/1/lid", "0x0\n".to_owned()),
+            ("ports/1/gids/0", "fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n".to_owned()),
+            ("ports/1/gids/1", "fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n".to_owned()),
+            ("ports/1/gids/2", "0000:0000:0000:0000:0000:0000:0000:0000\n".to_owned()),
+            ("ports/1/gids/3", "0000:0000:0000:0000:0000:ffff:0a0a:0a01\n".to_owned()),
+            ("ports/1/gid_attrs/types/0", "IB/RoCE v1\n".to_owned()),
+            ("ports/1/gid_attrs/types/1", "RoCE v2\n".to_owned()),
+            ("ports/1/gid_attrs/types/3", "RoCE v2\n".to_owned()),
+            ("ports/1/gid_attrs/ndevs/0", format!("{netdev}\n")),
+            ("ports/1/gid_attrs/ndevs/1", format!("{netdev}\n")),
+            ("ports/1/gid_attrs/ndevs/3", format!("{netdev}\n")),
+        ];
+        for (rel, content) in files {
+            self.write(&format!("{dev}/{rel}"), &content);
+        }
+    }
+
+    fn dev_path(&self, name: &str, rel: &str) -> PathBuf {
+        self.sys().join("class/infiniband").join(name).join(rel)
+    }
+}
+
+fn source(tree: &Tree, fs: Arc<dyn Fs>) -> InfinibandSource {
+    let roots = Roots { sysfs: tree.sys(), procfs: PathBuf::from("/nonexistent") };
+    InfinibandSource::new(&roots, fs, None, None)
+}
+
+fn snapshot(report: &SourceReport) -> &Snapshot {
+    match report.data.as_ref().expect("data") {
+        SourceData::Infiniband(s) => s,
+    }
+}
+
+fn counter<'a>(port: &'a Port, name: &str) -> Option<&'a PmaCounter> {
+    port.pma.iter().find(|c| c.name == name)
+}
+
+#[test]
+fn reads_an_infiniband_device() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    let report = source(&tree, Arc::new(RealFs)).read();
+    assert_eq!(report.errors, vec![]);
+    let dev = &snapshot(&report).devices[0];
+    assert_eq!(dev.name, "mlx5_0");
+    assert_eq!(dev.node_type, Some(Enumerated { value: 1, name: "CA".into() }));
+    assert_eq!(dev.fw_ver.as_deref(), Some("28.39.1002"));
+    assert_eq!(dev.hca_type.as_deref(), Some("MT4129"));
+    assert_eq!(dev.pci_address.as_deref(), Some("0000:18:00.0"));
+    assert_eq!(dev.numa_node, Some(1));
+    assert_eq!(dev.driver.as_deref(), Some("mlx5_core"));
+    let port = &dev.ports[0];
+    assert_eq!(port.number, 1);
+    assert_eq!(port.state.as_ref().unwrap().value, 4);
+    assert_eq!(port.phys_state.as_ref().unwrap().name, "LinkUp");
+    assert_eq!(port.rate.as_ref().unwrap().bits_per_second, 400_000_000_000);
+    assert_eq!((port.lid, port.sm_lid), (Some(0x1a3), Some(1)));
+    // The extended group is present (unicast file), so data counters are 64-bit.
+    assert_eq!(counter(port, "port_xmit_data").unwrap().bits, Some(64));
+    assert_eq!(counter(port, "link_downed").unwrap().bits, Some(8));
+    assert_eq!(port.hw_counters, vec![HwCounter { name: "out_of_buffer".into(), value: 7 }]);
+    assert_eq!(port.hw_counters_lifespan_ms, Some(12));
+    let gids = port.gids.as_ref().unwrap();
+    assert_eq!(gids.len(), 1, "the zero GID is an empty slot");
+    assert_eq!(gids[0].gid_type.as_deref(), Some("IB/RoCE v1"));
+    assert_eq!(gids[0].netdev, None);
+    assert_eq!(port.netdev, None, "InfiniBand ports have no RoCE netdev");
+    assert_eq!(port.active_mtu, None);
+}
+
+#[test]
+fn roce_active_mtu_follows_the_netdev_mtu() {
+    let tree = Tree::new();
+    tree.roce_device("mlx5_0", "0000:3b:00.0", "ens1f0np0", 1500);
+    tree.roce_device("mlx5_1", "0000:3b:00.1", "ens1f1np1", 4200);
+    let report = source(&tree, Arc::new(RealFs)).read();
+    assert_eq!(report.errors, vec![]);
+    let devices = &snapshot(&report).devices;
+    let p0 = &devices[0].ports[0];
+    let p1 = &devices[1].ports[0];
+    assert_eq!((p0.netdev.as_deref(), p0.netdev_mtu, p0.active_mtu), (Some("ens1f0np0"), Some(1500), Some(1024)));
+    assert_eq!((p1.netdev.as_deref(), p1.netdev_mtu, p1.active_mtu), (Some("ens1f1np1"), Some(4200), Some(4096)));
+    assert_eq!(p0.mtu_rule, Some(MtuRule::Iboe));
+    let gids = p0.gids.as_ref().unwrap();
+    assert_eq!(gids.iter().map(|g| g.index).collect::<Vec<_>>(), [0, 1, 3]);
+    assert_eq!(gids[2].gid_type.as_deref(), Some("RoCE v2"));
+    assert_eq!(p0.lid, None, "lid is only read on InfiniBand ports");
+}
+
+#[test]
+fn einval_on_a_pma_counter_costs_only_that_counter() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.ib_device("mlx5_1", "0000:2a:00.0");
+    let bad = tree.dev_path("mlx5_0", "ports/1/counters/port_rcv_errors");
+    let fs = FaultFs::new().fault(bad.clone(), Fault::Errno(libc::EINVAL));
+    let report = source(&tree, Arc::new(fs)).read();
+    assert_eq!(report.errors.len(), 1);
+    let err = &report.errors[0];
+    assert_eq!((err.path.as_path(), err.errno, err.kind), (bad.as_path(), Some(libc::EINVAL), ErrorKind::Io));
+    assert_eq!(err.device.as_deref(), Some("mlx5_0"));
+    assert!(err.to_string().contains("EINVAL"), "{err}");
+    let devices = &snapshot(&report).devices;
+    assert_eq!(devices.len(), 2);
+    assert_eq!(devices[0].errors, 1);
+    assert_eq!(devices[1].errors, 0);
+    let port = &devices[0].ports[0];
+    assert!(counter(port, "port_rcv_errors").is_none());
+    assert_eq!(counter(port, "link_downed").unwrap().value, 1);
+    assert_eq!(port.state.as_ref().unwrap().value, 4);
+    assert!(counter(&devices[1].ports[0], "port_rcv_errors").is_some());
+}
+
+#[test]
+fn no_pma_and_garbage_are_reported_per_file() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.write("class/infiniband/mlx5_0/ports/1/counters/symbol_error", "N/A (no PMA)\n");
+    tree.write("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer", "-1\n");
+    tree.write("class/infiniband/mlx5_0/ports/1/rate", "fast\n");
+    let report = source(&tree, Arc::new(RealFs)).read();
+    let kinds: Vec<_> = report.errors.iter().map(|e| (e.path.file_name().unwrap().to_str().unwrap().to_owned(), e.kind)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("rate".to_owned(), ErrorKind::Parse),
+            ("symbol_error".to_owned(), ErrorKind::Unavailable),
+            ("out_of_buffer".to_owned(), ErrorKind::Parse),
+        ]
+    );
+    let port = &snapshot(&report).devices[0].ports[0];
+    assert_eq!(port.rate, None);
+    assert!(counter(port, "symbol_error").is_none());
+    assert!(port.hw_counters.is_empty());
+    assert_eq!(port.hw_counters_lifespan_ms, Some(12));
+    assert_eq!(counter(port, "port_rcv_errors").unwrap().value, 3);
+}
+
+#[test]
+fn excluded_devices_are_never_read() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.ib_device("mlx5_1", "0000:2a:00.0");
+    tree.ib_device("mlx5_10", "0000:3a:00.0");
+    let fs = Arc::new(FaultFs::new());
+    let roots = Roots { sysfs: tree.sys(), procfs: PathBuf::from("/nonexistent") };
+    let src = InfinibandSource::new(&roots, fs.clone(), None, Some(regex::Regex::new("^mlx5_1$").unwrap()));
+    let report = src.read();
+    let names: Vec<_> = snapshot(&report).devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["mlx5_0", "mlx5_10"]);
+    let excluded = tree.sys().join("class/infiniband/mlx5_1");
+    assert!(fs.accessed().iter().all(|p| !p.starts_with(&excluded)), "an excluded device was read");
+
+    let include = InfinibandSource::new(&roots, Arc::new(RealFs), Some(regex::Regex::new("mlx5_1").unwrap()), None);
+    let names: Vec<_> = snapshot(&include.read()).devices.iter().map(|d| d.name.clone()).collect();
+    assert_eq!(names, ["mlx5_1", "mlx5_10"], "include patterns are unanchored, like node_exporter's");
+}
+
+#[test]
+fn a_device_that_vanishes_mid_collection_is_dropped_with_one_error() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.ib_device("mlx5_1", "0000:2a:00.0");
+    let real_dir = tree.sys().join("devices/pci0000:00/0000:00:01.0/0000:18:00.0/infiniband/mlx5_0");
+    let trigger = tree.dev_path("mlx5_0", "ports");
+    let fs = FaultFs::new().hook(move |path: &Path| {
+        if path == trigger {
+            let _ = std::fs::remove_dir_all(&real_dir);
+        }
+    });
+    let report = source(&tree, Arc::new(fs)).read();
+    let devices = &snapshot(&report).devices;
+    assert_eq!(devices.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["mlx5_1"]);
+    assert_eq!(devices[0].ports[0].state.as_ref().unwrap().value, 4);
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert_eq!(report.errors[0].kind, ErrorKind::Vanished);
+    assert_eq!(report.errors[0].device.as_deref(), Some("mlx5_0"));
+}
+
+#[test]
+fn enodev_on_every_file_of_one_device_leaves_the_other_intact() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.ib_device("mlx5_1", "0000:2a:00.0");
+    let mut fs = FaultFs::new();
+    for rel in ["node_type", "fw_ver", "ports/1/state", "ports/1/rate", "ports/1/counters", "ports/1/gids"] {
+        fs = fs.fault(tree.dev_path("mlx5_0", rel), Fault::Errno(libc::ENODEV));
+    }
+    let report = source(&tree, Arc::new(fs)).read();
+    assert_eq!(report.errors.len(), 6);
+    assert!(report.errors.iter().all(|e| e.errno == Some(libc::ENODEV) && e.device.as_deref() == Some("mlx5_0")));
+    let devices = &snapshot(&report).devices;
+    assert_eq!(devices.len(), 2);
+    assert_eq!(devices[0].ports[0].phys_state.as_ref().unwrap().value, 5, "the down port's other files still read");
+    assert_eq!(devices[1].errors, 0);
+    assert_eq!(devices[1].ports[0].pma.len(), 6);
+}
+
+#[test]
+fn gid_attribute_einval_is_the_kernels_empty_slot_answer_not_an_error() {
+    let tree = Tree::new();
+    tree.roce_device("mlx5_0", "0000:3b:00.0", "ens1f0np0", 9000);
+    let fs = FaultFs::new()
+        .fault(tree.dev_path("mlx5_0", "ports/1/gid_attrs/types/3"), Fault::Errno(libc::EINVAL))
+        .fault(tree.dev_path("mlx5_0", "ports/1/gid_attrs/ndevs/3"), Fault::Errno(libc::EINVAL))
+        .fault(tree.dev_path("mlx5_0", "ports/1/gid_attrs/ndevs/1"), Fault::Errno(libc::EIO));
+    let report = source(&tree, Arc::new(fs)).read();
+    assert_eq!(report.errors.len(), 1, "only EIO is an error: {:?}", report.errors);
+    assert_eq!(report.errors[0].errno, Some(libc::EIO));
+    let gids = snapshot(&report).devices[0].ports[0].gids.clone().unwrap();
+    assert_eq!(gids[2], Gid { index: 3, gid: "0000:0000:0000:0000:0000:ffff:0a0a:0a01".into(), gid_type: None, netdev: None });
+}
+
+#[test]
+fn missing_subsystem_is_absent_not_an_error() {
+    let tree = Tree::new();
+    std::fs::create_dir_all(tree.sys()).unwrap();
+    let report = source(&tree, Arc::new(RealFs)).read();
+    assert!(report.absent.is_some());
+    assert!(report.errors.is_empty());
+    assert!(snapshot(&report).devices.is_empty());
+}
+
+#[test]
+fn unreadable_class_directory_fails_the_source() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    let fs = FaultFs::new().fault(tree.sys().join("class/infiniband"), Fault::Errno(libc::EACCES));
+    let report = source(&tree, Arc::new(fs)).read();
+    assert!(report.data.is_none());
+    assert_eq!(report.errors[0].errno, Some(libc::EACCES));
+}
+
+#[test]
+fn saturated_counters_and_legacy_counters_ext() {
+    let tree = Tree::new();
+    tree.ib_device("mlx4_0", "0000:04:00.0");
+    let base = "class/infiniband/mlx4_0/ports/1";
+    std::fs::remove_file(tree.sys().join(base).join("counters/unicast_xmit_packets")).unwrap();
+    tree.write(&format!("{base}/counters/port_xmit_data"), "4294967295\n");
+    tree.write(&format!("{base}/counters/port_xmit_wait"), "4294967295\n");
+    tree.write(&format!("{base}/counters/link_downed"), "255\n");
+    tree.write(&format!("{base}/counters/symbol_error"), "65535\n");
+    tree.write(&format!("{base}/counters/port_rcv_discards"), "12\n");
+    tree.write(&format!("{base}/counters_ext/port_xmit_data_64"), "81985529216486895\n");
+    let report = source(&tree, Arc::new(RealFs)).read();
+    assert_eq!(report.errors, vec![]);
+    let port = &snapshot(&report).devices[0].ports[0];
+    let xmit = counter(port, "port_xmit_data").unwrap();
+    assert_eq!((xmit.value, xmit.bits, xmit.dir), (81985529216486895, Some(64), PmaDir::CountersExt));
+    assert!(!xmit.saturated());
+    // Without the extended group the base data counter is 32-bit.
+    let rcv = counter(port, "port_rcv_data").unwrap();
+    assert_eq!(rcv.bits, Some(64), "98765432109 does not fit in 32 bits, so the counter is 64-bit");
+    for name in ["port_xmit_wait", "link_downed", "symbol_error"] {
+        assert!(counter(port, name).unwrap().saturated(), "{name}");
+    }
+    assert!(!counter(port, "port_rcv_errors").unwrap().saturated());
+    let unknown = counter(port, "port_rcv_discards").unwrap();
+    assert_eq!((unknown.value, unknown.bits), (12, None));
+}
+
+#[test]
+fn software_devices_without_pci_function() {
+    let tree = Tree::new();
+    let dev = "devices/virtual/infiniband/rxe0";
+    tree.symlink("class/infiniband/rxe0", &format!("../../{dev}"));
+    tree.write(&format!("{dev}/fw_ver"), "\n");
+    tree.write(&format!("{dev}/parent"), "veth0\n");
+    tree.write(&format!("{dev}/node_type"), "1: CA\n");
+    tree.write(&format!("{dev}/ports/1/link_layer"), "Ethernet\n");
+    tree.write(&format!("{dev}/ports/1/state"), "1: DOWN\n");
+    tree.write(&format!("{dev}/ports/1/phys_state"), "3: Disabled\n");
+    tree.write(&format!("{dev}/ports/1/rate"), "10 Gb/sec (1X FDR10)\n");
+    tree.write("devices/virtual/net/veth0/mtu", "4200\n");
+    tree.symlink("class/net/veth0", "../../devices/virtual/net/veth0");
+    let report = source(&tree, Arc::new(RealFs)).read();
+    assert_eq!(report.errors, vec![]);
+    let dev = &snapshot(&report).devices[0];
+    assert_eq!((dev.fw_ver.as_deref(), dev.pci_address.as_deref(), dev.driver.as_deref()), (None, None, Some("rdma_rxe")));
+    let port = &dev.ports[0];
+    assert_eq!(port.state.as_ref().unwrap().name, "DOWN", "down ports stay visible");
+    assert_eq!((port.netdev.as_deref(), port.active_mtu, port.mtu_rule), (Some("veth0"), Some(4096), Some(MtuRule::Rxe)));
+}
