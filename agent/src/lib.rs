@@ -1,1 +1,138 @@
-//! x
+//! `railscope`: the node telemetry agent.
+//!
+//! The binary is a thin `main` over [`run`]. Principal pieces:
+//! * [`config`]: flags and the YAML config file, merged and validated into a
+//!   [`config::Config`];
+//! * [`scheduler::Scheduler`]: runs the enabled sources of `railscope-collectors` in
+//!   parallel under a deadline and lets concurrent scrapes share one collection;
+//! * [`mapping`]: snapshot → metric families; [`exposition`]: families → Prometheus text
+//!   0.0.4 or OpenMetrics;
+//! * [`server`]: the HTTP endpoints.
+
+pub mod build_info;
+pub mod config;
+pub mod exposition;
+pub mod logging;
+pub mod mapping;
+pub mod process;
+pub mod scheduler;
+pub mod server;
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use railscope_collectors::{Fs, RealFs};
+
+use crate::config::{Config, ConfigError, Invocation};
+use crate::scheduler::Scheduler;
+
+/// Why the agent stopped with a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Invalid flags or configuration.
+    #[error("invalid configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// The listen address could not be bound.
+    #[error("failed to listen on {address}: {source}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The async runtime or server failed.
+    #[error("server failed: {0}")]
+    Server(#[from] std::io::Error),
+}
+
+/// What `run` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Printed help or version.
+    Printed,
+    /// Served until a shutdown signal.
+    Stopped,
+}
+
+/// Parses `args`, then serves until SIGTERM/SIGINT.
+pub fn run<I, T>(args: I) -> Result<Outcome, RunError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let config = match config::parse(args)? {
+        Invocation::Print(text) => {
+            print!("{text}");
+            return Ok(Outcome::Printed);
+        }
+        Invocation::Run(config) => *config,
+    };
+    let scheduler = Arc::new(build_scheduler(&config)?);
+    logging::init(config.log_level, config.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(64)
+        .thread_name("railscope")
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve(config, scheduler))?;
+    Ok(Outcome::Stopped)
+}
+
+/// Builds every enabled source; an invalid option names its flag.
+pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
+    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    let mut sources = Vec::new();
+    for collector in config.collectors.iter().filter(|c| c.enabled) {
+        let source = (collector.spec.build)(&config.roots, Arc::clone(&fs), &collector.options)
+            .map_err(|e| ConfigError {
+                field: format!(
+                    "--collector.{}.{} (collectors.{}.{})",
+                    collector.spec.name, e.option, collector.spec.name, e.option
+                ),
+                reason: e.reason,
+            })?;
+        sources.push(source);
+    }
+    Ok(Scheduler::new(sources))
+}
+
+async fn serve(config: Config, scheduler: Arc<Scheduler>) -> Result<(), RunError> {
+    let listener = server::bind(&config.listen_address)
+        .await
+        .map_err(|source| RunError::Listen {
+            address: config.listen_address.clone(),
+            source,
+        })?;
+    let local = listener.local_addr()?;
+    let enabled = scheduler.source_names().join(",");
+    tracing::info!(
+        version = build_info::VERSION,
+        revision = build_info::REVISION,
+        address = %local,
+        telemetry_path = config.telemetry_path.as_str(),
+        sysfs = %config.roots.sysfs.display(),
+        procfs = %config.roots.procfs.display(),
+        collectors = enabled.as_str(),
+        "Starting railscope."
+    );
+    let state = Arc::new(server::AppState {
+        scheduler: Arc::clone(&scheduler),
+        telemetry_path: config.telemetry_path.clone(),
+        timeout_max: config.scrape_timeout_max,
+        timeout_offset: config.scrape_timeout_offset,
+        ready: AtomicBool::new(false),
+    });
+    // A first collection at start reports absent subsystems once and makes /-/ready true.
+    let warm = Arc::clone(&state);
+    tokio::spawn(async move {
+        warm.scheduler.collect(warm.timeout_max).await;
+        warm.ready.store(true, std::sync::atomic::Ordering::Release);
+    });
+    axum::serve(listener, server::router(state))
+        .with_graceful_shutdown(server::shutdown_signal())
+        .await?;
+    tracing::info!("Stopped.");
+    Ok(())
+}

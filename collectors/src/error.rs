@@ -61,7 +61,12 @@ impl CollectError {
     }
 
     /// A failure of kind `kind` on `path`, described by `detail`.
-    pub fn new(device: Option<&str>, path: &Path, kind: ErrorKind, detail: impl Into<String>) -> Self {
+    pub fn new(
+        device: Option<&str>,
+        path: &Path,
+        kind: ErrorKind,
+        detail: impl Into<String>,
+    ) -> Self {
         CollectError {
             device: device.map(str::to_owned),
             path: path.to_path_buf(),
@@ -87,13 +92,30 @@ impl fmt::Display for CollectError {
                 self.detail,
                 errno_name(errno)
             ),
-            (ErrorKind::Io, None) => write!(f, "failed to read {}: {}", self.path.display(), self.detail),
-            (ErrorKind::Parse, _) => write!(f, "failed to parse {}: {}", self.path.display(), self.detail),
+            (ErrorKind::Io, None) => {
+                write!(f, "failed to read {}: {}", self.path.display(), self.detail)
+            }
+            (ErrorKind::Parse, _) => write!(
+                f,
+                "failed to parse {}: {}",
+                self.path.display(),
+                self.detail
+            ),
             (ErrorKind::Unavailable, _) => {
-                write!(f, "value not available in {}: {}", self.path.display(), self.detail)
+                write!(
+                    f,
+                    "value not available in {}: {}",
+                    self.path.display(),
+                    self.detail
+                )
             }
             (ErrorKind::Vanished, _) => {
-                write!(f, "device vanished while reading {}: {}", self.path.display(), self.detail)
+                write!(
+                    f,
+                    "device vanished while reading {}: {}",
+                    self.path.display(),
+                    self.detail
+                )
             }
         }
     }

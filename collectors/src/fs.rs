@@ -22,7 +22,10 @@ pub struct Roots {
 
 impl Default for Roots {
     fn default() -> Self {
-        Roots { sysfs: PathBuf::from(DEFAULT_SYSFS), procfs: PathBuf::from(DEFAULT_PROCFS) }
+        Roots {
+            sysfs: PathBuf::from(DEFAULT_SYSFS),
+            procfs: PathBuf::from(DEFAULT_PROCFS),
+        }
     }
 }
 
@@ -109,7 +112,11 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
                 let da = a.iter().take_while(|c| c.is_ascii_digit()).count();
                 let db = b.iter().take_while(|c| c.is_ascii_digit()).count();
                 let (na, nb) = (trim_zeros(&a[..da]), trim_zeros(&b[..db]));
-                let ord = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb)).then(da.cmp(&db));
+                let ord = na
+                    .len()
+                    .cmp(&nb.len())
+                    .then_with(|| na.cmp(nb))
+                    .then(da.cmp(&db));
                 if ord != Ordering::Equal {
                     return ord;
                 }
@@ -160,7 +167,9 @@ pub struct FaultFs {
 
 impl std::fmt::Debug for FaultFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FaultFs").field("faults", &self.faults).finish_non_exhaustive()
+        f.debug_struct("FaultFs")
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
     }
 }
 
@@ -235,7 +244,10 @@ mod tests {
     fn natural_order_sorts_numbers_by_value() {
         let mut names = vec!["mlx5_10", "mlx5_2", "mlx5_1", "irdma0", "mlx5_0", "gid"];
         names.sort_by(|a, b| natural_cmp(a, b));
-        assert_eq!(names, ["gid", "irdma0", "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10"]);
+        assert_eq!(
+            names,
+            ["gid", "irdma0", "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10"]
+        );
     }
 
     #[test]

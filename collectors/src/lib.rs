@@ -22,6 +22,6 @@ pub mod source;
 pub use error::{CollectError, ErrorKind};
 pub use fs::{Fault, FaultFs, Fs, RealFs, Roots};
 pub use source::{
-    OptionSpec, OptionValues, Source, SourceData, SourceReport, SourceSpec, SOURCES,
-    SourceBuildError,
+    OptionSpec, OptionValues, SOURCES, Source, SourceBuildError, SourceData, SourceReport,
+    SourceSpec,
 };

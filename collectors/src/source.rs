@@ -73,7 +73,8 @@ pub struct SourceBuildError {
 }
 
 /// Builds a source from the roots, the file system and the option values.
-pub type BuildFn = fn(&Roots, Arc<dyn Fs>, &OptionValues) -> Result<Box<dyn Source>, SourceBuildError>;
+pub type BuildFn =
+    fn(&Roots, Arc<dyn Fs>, &OptionValues) -> Result<Box<dyn Source>, SourceBuildError>;
 
 /// One entry of the registry.
 #[derive(Debug, Clone, Copy)]

@@ -27,10 +27,10 @@ use regex::Regex;
 pub use types::*;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{is_not_found, Fs, Roots};
+use crate::fs::{Fs, Roots, is_not_found};
 use crate::source::{
-    regex_option, OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData,
-    SourceReport, SourceSpec,
+    OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData, SourceReport,
+    SourceSpec, regex_option,
 };
 use parse::ParseError;
 
@@ -81,7 +81,12 @@ pub struct InfinibandSource {
 impl InfinibandSource {
     /// A source over `roots` that reads through `fs`, reading the devices `include` matches and
     /// `exclude` does not.
-    pub fn new(roots: &Roots, fs: Arc<dyn Fs>, include: Option<Regex>, exclude: Option<Regex>) -> Self {
+    pub fn new(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        include: Option<Regex>,
+        exclude: Option<Regex>,
+    ) -> Self {
         InfinibandSource {
             fs,
             class_dir: roots.sysfs.join("class/infiniband"),
@@ -111,7 +116,11 @@ impl InfinibandSource {
             }
             Err(err) => {
                 errors.push(CollectError::io(None, &self.class_dir, &err));
-                return SourceReport { data: None, errors, absent: None };
+                return SourceReport {
+                    data: None,
+                    errors,
+                    absent: None,
+                };
             }
         };
         let mut devices = Vec::new();
@@ -133,7 +142,11 @@ impl InfinibandSource {
             }
             errors.extend(device_errors);
         }
-        SourceReport { data: Some(SourceData::Infiniband(Snapshot { devices })), errors, absent: None }
+        SourceReport {
+            data: Some(SourceData::Infiniband(Snapshot { devices })),
+            errors,
+            absent: None,
+        }
     }
 }
 
@@ -169,7 +182,11 @@ impl DeviceReader<'_> {
 
     fn read_text(&self, path: &Path) -> Text {
         match self.fs().read(path) {
-            Ok(bytes) => Text::Value(String::from_utf8_lossy(&bytes).trim_end_matches(['\n', '\0']).to_owned()),
+            Ok(bytes) => Text::Value(
+                String::from_utf8_lossy(&bytes)
+                    .trim_end_matches(['\n', '\0'])
+                    .to_owned(),
+            ),
             Err(err) if is_not_found(&err) => Text::Missing,
             Err(err) => Text::Failed(err),
         }
@@ -182,14 +199,19 @@ impl DeviceReader<'_> {
             Text::Value(v) => Some(v),
             Text::Missing => None,
             Text::Failed(err) => {
-                self.errors.push(CollectError::io(Some(self.name), path, &err));
+                self.errors
+                    .push(CollectError::io(Some(self.name), path, &err));
                 None
             }
         }
     }
 
     /// Reads and parses an optional attribute; a parse failure is recorded.
-    fn parsed<T>(&mut self, path: &Path, parse: impl FnOnce(&str) -> Result<T, ParseError>) -> Option<T> {
+    fn parsed<T>(
+        &mut self,
+        path: &Path,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
+    ) -> Option<T> {
         let text = self.attr(path)?;
         match parse(&text) {
             Ok(v) => Some(v),
@@ -205,7 +227,12 @@ impl DeviceReader<'_> {
             ParseError::NotAvailable(_) => ErrorKind::Unavailable,
             ParseError::Format { .. } => ErrorKind::Parse,
         };
-        self.errors.push(CollectError::new(Some(self.name), path, kind, err.to_string()));
+        self.errors.push(CollectError::new(
+            Some(self.name),
+            path,
+            kind,
+            err.to_string(),
+        ));
     }
 
     /// Lists a directory that may legitimately be absent.
@@ -214,7 +241,8 @@ impl DeviceReader<'_> {
             Ok(entries) => Some(entries),
             Err(err) if is_not_found(&err) => None,
             Err(err) => {
-                self.errors.push(CollectError::io(Some(self.name), path, &err));
+                self.errors
+                    .push(CollectError::io(Some(self.name), path, &err));
                 None
             }
         }
@@ -226,23 +254,39 @@ impl DeviceReader<'_> {
 
     fn read(&mut self) -> Option<Device> {
         let dir = self.dir.clone();
-        let mut device = Device { name: self.name.to_owned(), ..Device::default() };
+        let mut device = Device {
+            name: self.name.to_owned(),
+            ..Device::default()
+        };
         device.node_type = self.parsed(&dir.join("node_type"), parse::parse_enumerated);
         device.node_guid = self.attr(&dir.join("node_guid"));
         device.sys_image_guid = self.attr(&dir.join("sys_image_guid"));
-        device.fw_ver = self.attr(&dir.join("fw_ver")).filter(|v| !v.trim().is_empty());
-        device.hca_type = self.attr(&dir.join("hca_type")).map(|v| v.trim().to_owned());
-        device.board_id = self.attr(&dir.join("board_id")).map(|v| v.trim().to_owned());
+        device.fw_ver = self
+            .attr(&dir.join("fw_ver"))
+            .filter(|v| !v.trim().is_empty());
+        device.hca_type = self
+            .attr(&dir.join("hca_type"))
+            .map(|v| v.trim().to_owned());
+        device.board_id = self
+            .attr(&dir.join("board_id"))
+            .map(|v| v.trim().to_owned());
         device.parent_netdev = self.attr(&dir.join("parent")).map(|v| v.trim().to_owned());
 
         // The `device` link points at the PCI function; software devices have none.
         if let Ok(target) = self.fs().read_link(&dir.join("device")) {
-            let pci = target.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let pci = target
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
             if parse::is_pci_address(pci) {
                 device.pci_address = Some(pci.to_owned());
-                device.numa_node = self.parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
+                device.numa_node =
+                    self.parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
                 if let Ok(driver) = self.fs().read_link(&dir.join("device/driver")) {
-                    device.driver = driver.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+                    device.driver = driver
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .map(str::to_owned);
                 }
             }
         }
@@ -263,14 +307,17 @@ impl DeviceReader<'_> {
                     return None;
                 }
                 if !is_not_found(&err) {
-                    self.errors.push(CollectError::io(Some(self.name), &ports_dir, &err));
+                    self.errors
+                        .push(CollectError::io(Some(self.name), &ports_dir, &err));
                 }
                 Vec::new()
             }
         };
         let rule = mtu_rule(&device);
         for entry in entries {
-            let Ok(number) = entry.name.parse::<u32>() else { continue };
+            let Ok(number) = entry.name.parse::<u32>() else {
+                continue;
+            };
             let port = self.read_port(number, &ports_dir.join(&entry.name), &device, rule);
             device.ports.push(port);
         }
@@ -294,10 +341,15 @@ impl DeviceReader<'_> {
     }
 
     fn read_port(&mut self, number: u32, dir: &Path, device: &Device, rule: MtuRule) -> Port {
-        let mut port = Port { number, ..Port::default() };
+        let mut port = Port {
+            number,
+            ..Port::default()
+        };
         port.state = self.parsed(&dir.join("state"), parse::parse_enumerated);
         port.phys_state = self.parsed(&dir.join("phys_state"), parse::parse_enumerated);
-        port.link_layer = self.attr(&dir.join("link_layer")).map(|v| v.trim().to_owned());
+        port.link_layer = self
+            .attr(&dir.join("link_layer"))
+            .map(|v| v.trim().to_owned());
         port.rate = self.parsed(&dir.join("rate"), parse::parse_rate);
         let infiniband = port.link_layer.as_deref() == Some("InfiniBand");
         if infiniband {
@@ -348,16 +400,25 @@ impl DeviceReader<'_> {
             let extended = entries.iter().any(|e| e.name == "unicast_xmit_packets");
             for entry in entries.iter().filter(|e| !e.is_dir) {
                 let path = counters_dir.join(&entry.name);
-                let Some(value) = self.parsed(&path, parse::parse_counter) else { continue };
+                let Some(value) = self.parsed(&path, parse::parse_counter) else {
+                    continue;
+                };
                 let bits = match pma::spec(&entry.name).map(|s| s.width) {
                     Some(pma::Width::Fixed(bits)) => Some(bits),
-                    Some(pma::Width::BaseOrExtended) if extended || value > u64::from(u32::MAX) => Some(64),
+                    Some(pma::Width::BaseOrExtended) if extended || value > u64::from(u32::MAX) => {
+                        Some(64)
+                    }
                     Some(pma::Width::BaseOrExtended) => Some(32),
                     None => None,
                 };
                 by_name.insert(
                     entry.name.clone(),
-                    PmaCounter { name: entry.name.clone(), value, bits, dir: PmaDir::Counters },
+                    PmaCounter {
+                        name: entry.name.clone(),
+                        value,
+                        bits,
+                        dir: PmaDir::Counters,
+                    },
                 );
             }
         }
@@ -365,9 +426,18 @@ impl DeviceReader<'_> {
         if let Some(entries) = self.list(&ext_dir) {
             for entry in entries.iter().filter(|e| !e.is_dir) {
                 let path = ext_dir.join(&entry.name);
-                let Some(value) = self.parsed(&path, parse::parse_counter) else { continue };
-                let name = pma::legacy_ext_name(&entry.name).unwrap_or(&entry.name).to_owned();
-                let counter = PmaCounter { name: name.clone(), value, bits: Some(64), dir: PmaDir::CountersExt };
+                let Some(value) = self.parsed(&path, parse::parse_counter) else {
+                    continue;
+                };
+                let name = pma::legacy_ext_name(&entry.name)
+                    .unwrap_or(&entry.name)
+                    .to_owned();
+                let counter = PmaCounter {
+                    name: name.clone(),
+                    value,
+                    bits: Some(64),
+                    dir: PmaDir::CountersExt,
+                };
                 // A 64-bit legacy counter replaces the 32-bit one of the base group.
                 match by_name.get(&name) {
                     Some(existing) if existing.bits.is_some_and(|b| b >= 64) => {}
@@ -380,13 +450,21 @@ impl DeviceReader<'_> {
         let mut counters: Vec<PmaCounter> = by_name.into_values().collect();
         // Kernel order for known counters, then the rest by name.
         counters.sort_by_key(|c| {
-            (pma::PMA_COUNTERS.iter().position(|s| s.name == c.name).unwrap_or(usize::MAX), c.name.clone())
+            (
+                pma::PMA_COUNTERS
+                    .iter()
+                    .position(|s| s.name == c.name)
+                    .unwrap_or(usize::MAX),
+                c.name.clone(),
+            )
         });
         counters
     }
 
     fn hw_counters(&mut self, dir: &Path) -> (Vec<HwCounter>, Option<u64>) {
-        let Some(entries) = self.list(dir) else { return (Vec::new(), None) };
+        let Some(entries) = self.list(dir) else {
+            return (Vec::new(), None);
+        };
         let mut counters = Vec::with_capacity(entries.len());
         let mut lifespan = None;
         for entry in entries.iter().filter(|e| !e.is_dir) {
@@ -396,7 +474,10 @@ impl DeviceReader<'_> {
                 continue;
             }
             if let Some(value) = self.parsed(&path, parse::parse_counter) {
-                counters.push(HwCounter { name: entry.name.clone(), value });
+                counters.push(HwCounter {
+                    name: entry.name.clone(),
+                    value,
+                });
             }
         }
         (counters, lifespan)
@@ -407,14 +488,23 @@ impl DeviceReader<'_> {
         let entries = self.list(&gids_dir)?;
         let mut gids = Vec::new();
         for entry in entries {
-            let Ok(index) = entry.name.parse::<u32>() else { continue };
+            let Ok(index) = entry.name.parse::<u32>() else {
+                continue;
+            };
             let path = gids_dir.join(&entry.name);
-            let Some(Some(gid)) = self.parsed(&path, parse::parse_gid) else { continue };
+            let Some(Some(gid)) = self.parsed(&path, parse::parse_gid) else {
+                continue;
+            };
             // For a slot without attributes the kernel fails these reads with EINVAL "for user
             // space compatibility"; and native InfiniBand GIDs never have a netdev.
             let gid_type = self.gid_attr(&port_dir.join("gid_attrs/types").join(&entry.name));
             let netdev = self.gid_attr(&port_dir.join("gid_attrs/ndevs").join(&entry.name));
-            gids.push(Gid { index, gid, gid_type, netdev });
+            gids.push(Gid {
+                index,
+                gid,
+                gid_type,
+                netdev,
+            });
         }
         Some(gids)
     }
@@ -425,7 +515,8 @@ impl DeviceReader<'_> {
             Text::Missing => None,
             Text::Failed(err) if err.raw_os_error() == Some(libc::EINVAL) => None,
             Text::Failed(err) => {
-                self.errors.push(CollectError::io(Some(self.name), path, &err));
+                self.errors
+                    .push(CollectError::io(Some(self.name), path, &err));
                 None
             }
         }

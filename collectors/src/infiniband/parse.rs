@@ -43,7 +43,10 @@ pub fn parse_enumerated(text: &str) -> Result<Enumerated, ParseError> {
         .trim()
         .parse::<u32>()
         .map_err(|_| format_error("\"<number>: <name>\"", text))?;
-    Ok(Enumerated { value, name: name.trim().to_owned() })
+    Ok(Enumerated {
+        value,
+        name: name.trim().to_owned(),
+    })
 }
 
 /// Parses `rate`: `"<Gb/s>[.5] Gb/sec (<width>X[ <SPEED>])"`, including older kernels'
@@ -51,13 +54,14 @@ pub fn parse_enumerated(text: &str) -> Result<Enumerated, ParseError> {
 pub fn parse_rate(text: &str) -> Result<Rate, ParseError> {
     const EXPECTED: &str = "\"<n> Gb/sec (<w>X[ <speed>])\"";
     let text = text.trim();
-    let (number, rest) = text.split_once(' ').ok_or_else(|| format_error(EXPECTED, text))?;
+    let (number, rest) = text
+        .split_once(' ')
+        .ok_or_else(|| format_error(EXPECTED, text))?;
     let rest = rest
         .strip_prefix("Gb/sec (")
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| format_error(EXPECTED, text))?;
-    let bits_per_second =
-        parse_gbps(number).ok_or_else(|| format_error(EXPECTED, text))?;
+    let bits_per_second = parse_gbps(number).ok_or_else(|| format_error(EXPECTED, text))?;
     let (width, speed) = match rest.split_once(' ') {
         Some((width, speed)) => (width, Some(speed.trim())),
         None => (rest, None),
@@ -72,7 +76,11 @@ pub fn parse_rate(text: &str) -> Result<Rate, ParseError> {
         Some(s) if s.chars().all(|c| c.is_ascii_alphanumeric()) => Some(s.to_owned()),
         Some(_) => return Err(format_error(EXPECTED, text)),
     };
-    Ok(Rate { bits_per_second, width, speed })
+    Ok(Rate {
+        bits_per_second,
+        width,
+        speed,
+    })
 }
 
 /// `"400"` → 400·10⁹, `"2.5"` → 2.5·10⁹ bits per second, exactly.
@@ -105,7 +113,8 @@ pub fn parse_counter(text: &str) -> Result<u64, ParseError> {
     if text.is_empty() || !text.bytes().all(|c| c.is_ascii_digit()) {
         return Err(format_error("an unsigned decimal counter", text));
     }
-    text.parse::<u64>().map_err(|_| format_error("an unsigned 64-bit counter", text))
+    text.parse::<u64>()
+        .map_err(|_| format_error("an unsigned 64-bit counter", text))
 }
 
 /// Parses a hexadecimal `"0x%x"` value (`lid`, `sm_lid`).
@@ -119,7 +128,8 @@ pub fn parse_hex_u32(text: &str) -> Result<u32, ParseError> {
 /// Parses a decimal integer (`numa_node`, `mtu`, `lifespan`).
 pub fn parse_int<T: std::str::FromStr>(text: &str) -> Result<T, ParseError> {
     let text = text.trim();
-    text.parse::<T>().map_err(|_| format_error("a decimal integer", text))
+    text.parse::<T>()
+        .map_err(|_| format_error("a decimal integer", text))
 }
 
 /// Parses a GID printed with `%pI6` (eight groups of four lower-case hex digits). Returns
@@ -128,7 +138,9 @@ pub fn parse_gid(text: &str) -> Result<Option<String>, ParseError> {
     let text = text.trim();
     let groups: Vec<&str> = text.split(':').collect();
     let valid = groups.len() == 8
-        && groups.iter().all(|g| g.len() == 4 && g.bytes().all(|c| c.is_ascii_hexdigit()));
+        && groups
+            .iter()
+            .all(|g| g.len() == 4 && g.bytes().all(|c| c.is_ascii_hexdigit()));
     if !valid {
         return Err(format_error("a GID of eight 4-digit hex groups", text));
     }
@@ -145,7 +157,9 @@ pub fn is_pci_address(name: &str) -> bool {
         && b[4] == b':'
         && b[7] == b':'
         && b[10] == b'.'
-        && [0, 1, 2, 3, 5, 6, 8, 9].iter().all(|&i| b[i].is_ascii_hexdigit())
+        && [0, 1, 2, 3, 5, 6, 8, 9]
+            .iter()
+            .all(|&i| b[i].is_ascii_hexdigit())
         && (b'0'..=b'7').contains(&b[11])
 }
 
@@ -165,7 +179,11 @@ pub fn roce_active_mtu(rule: MtuRule, netdev_mtu: u32) -> u32 {
         MtuRule::NoHeaders => (0, 256),
     };
     let payload = netdev_mtu.saturating_sub(headers);
-    IB_MTUS.iter().copied().find(|&mtu| mtu <= payload).unwrap_or(floor)
+    IB_MTUS
+        .iter()
+        .copied()
+        .find(|&mtu| mtu <= payload)
+        .unwrap_or(floor)
 }
 
 #[cfg(test)]
@@ -219,27 +237,50 @@ mod tests {
         ];
         for (text, bps, width, speed) in cases {
             let rate = parse_rate(text).unwrap();
-            assert_eq!((rate.bits_per_second, rate.width, rate.speed.as_deref()), (bps, width, speed));
+            assert_eq!(
+                (rate.bits_per_second, rate.width, rate.speed.as_deref()),
+                (bps, width, speed)
+            );
         }
     }
 
     #[test]
     fn malformed_rates_are_errors() {
-        for text in ["", "fast", "400 Gb/sec", "400 Gb/sec (X NDR)", "-10 Gb/sec (4X NDR)", "400 Gb/sec (0X NDR)", "4.0.0 Gb/sec (4X)", "400 Mb/sec (4X NDR)"] {
+        for text in [
+            "",
+            "fast",
+            "400 Gb/sec",
+            "400 Gb/sec (X NDR)",
+            "-10 Gb/sec (4X NDR)",
+            "400 Gb/sec (0X NDR)",
+            "4.0.0 Gb/sec (4X)",
+            "400 Mb/sec (4X NDR)",
+        ] {
             assert!(parse_rate(text).is_err(), "{text:?} parsed");
         }
     }
 
     #[test]
     fn enumerated_attributes() {
-        assert_eq!(parse_enumerated("4: ACTIVE\n").unwrap(), Enumerated { value: 4, name: "ACTIVE".into() });
         assert_eq!(
-            parse_enumerated("4: PortConfigurationTraining\n").unwrap().name,
+            parse_enumerated("4: ACTIVE\n").unwrap(),
+            Enumerated {
+                value: 4,
+                name: "ACTIVE".into()
+            }
+        );
+        assert_eq!(
+            parse_enumerated("4: PortConfigurationTraining\n")
+                .unwrap()
+                .name,
             "PortConfigurationTraining"
         );
         assert_eq!(parse_enumerated("7: Phy Test\n").unwrap().name, "Phy Test");
         assert_eq!(parse_enumerated("9: <unknown>\n").unwrap().value, 9);
-        assert_eq!(parse_enumerated("6: usNIC UDP\n").unwrap().name, "usNIC UDP");
+        assert_eq!(
+            parse_enumerated("6: usNIC UDP\n").unwrap().name,
+            "usNIC UDP"
+        );
         assert!(parse_enumerated("ACTIVE").is_err());
         assert!(parse_enumerated("x: ACTIVE").is_err());
     }
@@ -248,16 +289,31 @@ mod tests {
     fn counters() {
         assert_eq!(parse_counter("0\n"), Ok(0));
         assert_eq!(parse_counter("18446744073709551615\n"), Ok(u64::MAX));
-        assert_eq!(parse_counter("N/A (no PMA)\n"), Err(ParseError::NotAvailable("N/A (no PMA)".into())));
-        assert!(matches!(parse_counter("-1\n"), Err(ParseError::Format { .. })));
-        assert!(matches!(parse_counter("garbage\n"), Err(ParseError::Format { .. })));
-        assert!(matches!(parse_counter("18446744073709551616"), Err(ParseError::Format { .. })));
+        assert_eq!(
+            parse_counter("N/A (no PMA)\n"),
+            Err(ParseError::NotAvailable("N/A (no PMA)".into()))
+        );
+        assert!(matches!(
+            parse_counter("-1\n"),
+            Err(ParseError::Format { .. })
+        ));
+        assert!(matches!(
+            parse_counter("garbage\n"),
+            Err(ParseError::Format { .. })
+        ));
+        assert!(matches!(
+            parse_counter("18446744073709551616"),
+            Err(ParseError::Format { .. })
+        ));
         assert!(matches!(parse_counter(""), Err(ParseError::Format { .. })));
     }
 
     #[test]
     fn gids() {
-        assert_eq!(parse_gid("0000:0000:0000:0000:0000:0000:0000:0000\n"), Ok(None));
+        assert_eq!(
+            parse_gid("0000:0000:0000:0000:0000:0000:0000:0000\n"),
+            Ok(None)
+        );
         assert_eq!(
             parse_gid("fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n"),
             Ok(Some("fe80:0000:0000:0000:0ac4:7aff:fe12:3456".into()))
@@ -279,19 +335,64 @@ mod tests {
     #[test]
     fn active_mtu_rules_match_the_kernel() {
         // iboe_get_mtu(): 1500 → 1024, 4200 → 4096, 9000 → 4096, 4191 → 2048.
-        let iboe = [(1500, 1024), (4200, 4096), (9000, 4096), (4192, 4096), (4191, 2048), (2144, 2048), (2143, 1024), (1120, 1024), (1119, 512), (352, 256), (351, 0)];
+        let iboe = [
+            (1500, 1024),
+            (4200, 4096),
+            (9000, 4096),
+            (4192, 4096),
+            (4191, 2048),
+            (2144, 2048),
+            (2143, 1024),
+            (1120, 1024),
+            (1119, 512),
+            (352, 256),
+            (351, 0),
+        ];
         for (netdev, active) in iboe {
-            assert_eq!(roce_active_mtu(MtuRule::Iboe, netdev), active, "iboe {netdev}");
+            assert_eq!(
+                roce_active_mtu(MtuRule::Iboe, netdev),
+                active,
+                "iboe {netdev}"
+            );
         }
         // rxe, measured on a live kernel (softroce-lab info/mtu-table.txt).
-        let rxe = [(68, 256), (576, 256), (1103, 512), (1104, 1024), (1280, 1024), (1500, 1024), (2127, 1024), (2128, 2048), (4000, 2048), (4175, 2048), (4176, 4096), (4200, 4096), (9000, 4096), (65535, 4096)];
+        let rxe = [
+            (68, 256),
+            (576, 256),
+            (1103, 512),
+            (1104, 1024),
+            (1280, 1024),
+            (1500, 1024),
+            (2127, 1024),
+            (2128, 2048),
+            (4000, 2048),
+            (4175, 2048),
+            (4176, 4096),
+            (4200, 4096),
+            (9000, 4096),
+            (65535, 4096),
+        ];
         for (netdev, active) in rxe {
-            assert_eq!(roce_active_mtu(MtuRule::Rxe, netdev), active, "rxe {netdev}");
+            assert_eq!(
+                roce_active_mtu(MtuRule::Rxe, netdev),
+                active,
+                "rxe {netdev}"
+            );
         }
         // iw_query_port(): no headers; siw on lo (MTU 65536) shows 4096, on a 1500 veth 1024.
-        let iwarp = [(1500, 1024), (9000, 4096), (65536, 4096), (4096, 4096), (200, 256)];
+        let iwarp = [
+            (1500, 1024),
+            (9000, 4096),
+            (65536, 4096),
+            (4096, 4096),
+            (200, 256),
+        ];
         for (netdev, active) in iwarp {
-            assert_eq!(roce_active_mtu(MtuRule::NoHeaders, netdev), active, "iwarp {netdev}");
+            assert_eq!(
+                roce_active_mtu(MtuRule::NoHeaders, netdev),
+                active,
+                "iwarp {netdev}"
+            );
         }
     }
 }

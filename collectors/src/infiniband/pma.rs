@@ -25,7 +25,11 @@ pub struct PmaSpec {
 }
 
 const fn fixed(name: &'static str, bits: u32) -> PmaSpec {
-    PmaSpec { name, width: Width::Fixed(bits), words: false }
+    PmaSpec {
+        name,
+        width: Width::Fixed(bits),
+        words: false,
+    }
 }
 
 /// Every PMA counter file of the current kernel.
@@ -43,10 +47,26 @@ pub const PMA_COUNTERS: &[PmaSpec] = &[
     fixed("excessive_buffer_overrun_errors", 4),
     fixed("VL15_dropped", 16),
     fixed("port_xmit_wait", 32),
-    PmaSpec { name: "port_xmit_data", width: Width::BaseOrExtended, words: true },
-    PmaSpec { name: "port_rcv_data", width: Width::BaseOrExtended, words: true },
-    PmaSpec { name: "port_xmit_packets", width: Width::BaseOrExtended, words: false },
-    PmaSpec { name: "port_rcv_packets", width: Width::BaseOrExtended, words: false },
+    PmaSpec {
+        name: "port_xmit_data",
+        width: Width::BaseOrExtended,
+        words: true,
+    },
+    PmaSpec {
+        name: "port_rcv_data",
+        width: Width::BaseOrExtended,
+        words: true,
+    },
+    PmaSpec {
+        name: "port_xmit_packets",
+        width: Width::BaseOrExtended,
+        words: false,
+    },
+    PmaSpec {
+        name: "port_rcv_packets",
+        width: Width::BaseOrExtended,
+        words: false,
+    },
     fixed("unicast_xmit_packets", 64),
     fixed("unicast_rcv_packets", 64),
     fixed("multicast_xmit_packets", 64),

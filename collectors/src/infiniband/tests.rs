@@ -13,7 +13,9 @@ struct Tree {
 
 impl Tree {
     fn new() -> Self {
-        Tree { dir: tempfile::tempdir().unwrap() }
+        Tree {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn sys(&self) -> PathBuf {
@@ -37,7 +39,10 @@ impl Tree {
         let dev = format!("devices/pci0000:00/0000:00:01.0/{pci}/infiniband/{name}");
         self.symlink(&format!("class/infiniband/{name}"), &format!("../../{dev}"));
         self.symlink(&format!("{dev}/device"), &format!("../../../{pci}"));
-        self.write(&format!("devices/pci0000:00/0000:00:01.0/{pci}/numa_node"), "1\n");
+        self.write(
+            &format!("devices/pci0000:00/0000:00:01.0/{pci}/numa_node"),
+            "1\n",
+        );
         self.symlink(
             &format!("devices/pci0000:00/0000:00:01.0/{pci}/driver"),
             "../../../../bus/pci/drivers/mlx5_core",
@@ -63,8 +68,14 @@ impl Tree {
             ("ports/1/counters/unicast_xmit_packets", "1000\n"),
             ("ports/1/hw_counters/out_of_buffer", "7\n"),
             ("ports/1/hw_counters/lifespan", "12\n"),
-            ("ports/1/gids/0", "fe80:0000:0000:0000:a088:c203:0045:7b10\n"),
-            ("ports/1/gids/1", "0000:0000:0000:0000:0000:0000:0000:0000\n"),
+            (
+                "ports/1/gids/0",
+                "fe80:0000:0000:0000:a088:c203:0045:7b10\n",
+            ),
+            (
+                "ports/1/gids/1",
+                "0000:0000:0000:0000:0000:0000:0000:0000\n",
+            ),
             ("ports/1/gid_attrs/types/0", "IB/RoCE v1\n"),
         ];
         for (rel, content) in files {
@@ -91,10 +102,22 @@ impl Tree {
             ("ports/1/rate", "100 Gb/sec (4X EDR)\n".to_owned()),
             ("ports/1/link_layer", "Ethernet\n".to_owned()),
             ("ports/1/lid", "0x0\n".to_owned()),
-            ("ports/1/gids/0", "fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n".to_owned()),
-            ("ports/1/gids/1", "fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n".to_owned()),
-            ("ports/1/gids/2", "0000:0000:0000:0000:0000:0000:0000:0000\n".to_owned()),
-            ("ports/1/gids/3", "0000:0000:0000:0000:0000:ffff:0a0a:0a01\n".to_owned()),
+            (
+                "ports/1/gids/0",
+                "fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n".to_owned(),
+            ),
+            (
+                "ports/1/gids/1",
+                "fe80:0000:0000:0000:0ac4:7aff:fe12:3456\n".to_owned(),
+            ),
+            (
+                "ports/1/gids/2",
+                "0000:0000:0000:0000:0000:0000:0000:0000\n".to_owned(),
+            ),
+            (
+                "ports/1/gids/3",
+                "0000:0000:0000:0000:0000:ffff:0a0a:0a01\n".to_owned(),
+            ),
             ("ports/1/gid_attrs/types/0", "IB/RoCE v1\n".to_owned()),
             ("ports/1/gid_attrs/types/1", "RoCE v2\n".to_owned()),
             ("ports/1/gid_attrs/types/3", "RoCE v2\n".to_owned()),
@@ -113,7 +136,10 @@ impl Tree {
 }
 
 fn source(tree: &Tree, fs: Arc<dyn Fs>) -> InfinibandSource {
-    let roots = Roots { sysfs: tree.sys(), procfs: PathBuf::from("/nonexistent") };
+    let roots = Roots {
+        sysfs: tree.sys(),
+        procfs: PathBuf::from("/nonexistent"),
+    };
     InfinibandSource::new(&roots, fs, None, None)
 }
 
@@ -135,7 +161,13 @@ fn reads_an_infiniband_device() {
     assert_eq!(report.errors, vec![]);
     let dev = &snapshot(&report).devices[0];
     assert_eq!(dev.name, "mlx5_0");
-    assert_eq!(dev.node_type, Some(Enumerated { value: 1, name: "CA".into() }));
+    assert_eq!(
+        dev.node_type,
+        Some(Enumerated {
+            value: 1,
+            name: "CA".into()
+        })
+    );
     assert_eq!(dev.fw_ver.as_deref(), Some("28.39.1002"));
     assert_eq!(dev.hca_type.as_deref(), Some("MT4129"));
     assert_eq!(dev.pci_address.as_deref(), Some("0000:18:00.0"));
@@ -150,7 +182,13 @@ fn reads_an_infiniband_device() {
     // The extended group is present (unicast file), so data counters are 64-bit.
     assert_eq!(counter(port, "port_xmit_data").unwrap().bits, Some(64));
     assert_eq!(counter(port, "link_downed").unwrap().bits, Some(8));
-    assert_eq!(port.hw_counters, vec![HwCounter { name: "out_of_buffer".into(), value: 7 }]);
+    assert_eq!(
+        port.hw_counters,
+        vec![HwCounter {
+            name: "out_of_buffer".into(),
+            value: 7
+        }]
+    );
     assert_eq!(port.hw_counters_lifespan_ms, Some(12));
     let gids = port.gids.as_ref().unwrap();
     assert_eq!(gids.len(), 1, "the zero GID is an empty slot");
@@ -170,8 +208,14 @@ fn roce_active_mtu_follows_the_netdev_mtu() {
     let devices = &snapshot(&report).devices;
     let p0 = &devices[0].ports[0];
     let p1 = &devices[1].ports[0];
-    assert_eq!((p0.netdev.as_deref(), p0.netdev_mtu, p0.active_mtu), (Some("ens1f0np0"), Some(1500), Some(1024)));
-    assert_eq!((p1.netdev.as_deref(), p1.netdev_mtu, p1.active_mtu), (Some("ens1f1np1"), Some(4200), Some(4096)));
+    assert_eq!(
+        (p0.netdev.as_deref(), p0.netdev_mtu, p0.active_mtu),
+        (Some("ens1f0np0"), Some(1500), Some(1024))
+    );
+    assert_eq!(
+        (p1.netdev.as_deref(), p1.netdev_mtu, p1.active_mtu),
+        (Some("ens1f1np1"), Some(4200), Some(4096))
+    );
     assert_eq!(p0.mtu_rule, Some(MtuRule::Iboe));
     let gids = p0.gids.as_ref().unwrap();
     assert_eq!(gids.iter().map(|g| g.index).collect::<Vec<_>>(), [0, 1, 3]);
@@ -189,7 +233,10 @@ fn einval_on_a_pma_counter_costs_only_that_counter() {
     let report = source(&tree, Arc::new(fs)).read();
     assert_eq!(report.errors.len(), 1);
     let err = &report.errors[0];
-    assert_eq!((err.path.as_path(), err.errno, err.kind), (bad.as_path(), Some(libc::EINVAL), ErrorKind::Io));
+    assert_eq!(
+        (err.path.as_path(), err.errno, err.kind),
+        (bad.as_path(), Some(libc::EINVAL), ErrorKind::Io)
+    );
     assert_eq!(err.device.as_deref(), Some("mlx5_0"));
     assert!(err.to_string().contains("EINVAL"), "{err}");
     let devices = &snapshot(&report).devices;
@@ -207,11 +254,26 @@ fn einval_on_a_pma_counter_costs_only_that_counter() {
 fn no_pma_and_garbage_are_reported_per_file() {
     let tree = Tree::new();
     tree.ib_device("mlx5_0", "0000:18:00.0");
-    tree.write("class/infiniband/mlx5_0/ports/1/counters/symbol_error", "N/A (no PMA)\n");
-    tree.write("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer", "-1\n");
+    tree.write(
+        "class/infiniband/mlx5_0/ports/1/counters/symbol_error",
+        "N/A (no PMA)\n",
+    );
+    tree.write(
+        "class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer",
+        "-1\n",
+    );
     tree.write("class/infiniband/mlx5_0/ports/1/rate", "fast\n");
     let report = source(&tree, Arc::new(RealFs)).read();
-    let kinds: Vec<_> = report.errors.iter().map(|e| (e.path.file_name().unwrap().to_str().unwrap().to_owned(), e.kind)).collect();
+    let kinds: Vec<_> = report
+        .errors
+        .iter()
+        .map(|e| {
+            (
+                e.path.file_name().unwrap().to_str().unwrap().to_owned(),
+                e.kind,
+            )
+        })
+        .collect();
     assert_eq!(
         kinds,
         [
@@ -235,17 +297,45 @@ fn excluded_devices_are_never_read() {
     tree.ib_device("mlx5_1", "0000:2a:00.0");
     tree.ib_device("mlx5_10", "0000:3a:00.0");
     let fs = Arc::new(FaultFs::new());
-    let roots = Roots { sysfs: tree.sys(), procfs: PathBuf::from("/nonexistent") };
-    let src = InfinibandSource::new(&roots, fs.clone(), None, Some(regex::Regex::new("^mlx5_1$").unwrap()));
+    let roots = Roots {
+        sysfs: tree.sys(),
+        procfs: PathBuf::from("/nonexistent"),
+    };
+    let src = InfinibandSource::new(
+        &roots,
+        fs.clone(),
+        None,
+        Some(regex::Regex::new("^mlx5_1$").unwrap()),
+    );
     let report = src.read();
-    let names: Vec<_> = snapshot(&report).devices.iter().map(|d| d.name.as_str()).collect();
+    let names: Vec<_> = snapshot(&report)
+        .devices
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
     assert_eq!(names, ["mlx5_0", "mlx5_10"]);
     let excluded = tree.sys().join("class/infiniband/mlx5_1");
-    assert!(fs.accessed().iter().all(|p| !p.starts_with(&excluded)), "an excluded device was read");
+    assert!(
+        fs.accessed().iter().all(|p| !p.starts_with(&excluded)),
+        "an excluded device was read"
+    );
 
-    let include = InfinibandSource::new(&roots, Arc::new(RealFs), Some(regex::Regex::new("mlx5_1").unwrap()), None);
-    let names: Vec<_> = snapshot(&include.read()).devices.iter().map(|d| d.name.clone()).collect();
-    assert_eq!(names, ["mlx5_1", "mlx5_10"], "include patterns are unanchored, like node_exporter's");
+    let include = InfinibandSource::new(
+        &roots,
+        Arc::new(RealFs),
+        Some(regex::Regex::new("mlx5_1").unwrap()),
+        None,
+    );
+    let names: Vec<_> = snapshot(&include.read())
+        .devices
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["mlx5_1", "mlx5_10"],
+        "include patterns are unanchored, like node_exporter's"
+    );
 }
 
 #[test]
@@ -253,7 +343,9 @@ fn a_device_that_vanishes_mid_collection_is_dropped_with_one_error() {
     let tree = Tree::new();
     tree.ib_device("mlx5_0", "0000:18:00.0");
     tree.ib_device("mlx5_1", "0000:2a:00.0");
-    let real_dir = tree.sys().join("devices/pci0000:00/0000:00:01.0/0000:18:00.0/infiniband/mlx5_0");
+    let real_dir = tree
+        .sys()
+        .join("devices/pci0000:00/0000:00:01.0/0000:18:00.0/infiniband/mlx5_0");
     let trigger = tree.dev_path("mlx5_0", "ports");
     let fs = FaultFs::new().hook(move |path: &Path| {
         if path == trigger {
@@ -262,7 +354,10 @@ fn a_device_that_vanishes_mid_collection_is_dropped_with_one_error() {
     });
     let report = source(&tree, Arc::new(fs)).read();
     let devices = &snapshot(&report).devices;
-    assert_eq!(devices.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["mlx5_1"]);
+    assert_eq!(
+        devices.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+        ["mlx5_1"]
+    );
     assert_eq!(devices[0].ports[0].state.as_ref().unwrap().value, 4);
     assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
     assert_eq!(report.errors[0].kind, ErrorKind::Vanished);
@@ -275,15 +370,31 @@ fn enodev_on_every_file_of_one_device_leaves_the_other_intact() {
     tree.ib_device("mlx5_0", "0000:18:00.0");
     tree.ib_device("mlx5_1", "0000:2a:00.0");
     let mut fs = FaultFs::new();
-    for rel in ["node_type", "fw_ver", "ports/1/state", "ports/1/rate", "ports/1/counters", "ports/1/gids"] {
+    for rel in [
+        "node_type",
+        "fw_ver",
+        "ports/1/state",
+        "ports/1/rate",
+        "ports/1/counters",
+        "ports/1/gids",
+    ] {
         fs = fs.fault(tree.dev_path("mlx5_0", rel), Fault::Errno(libc::ENODEV));
     }
     let report = source(&tree, Arc::new(fs)).read();
     assert_eq!(report.errors.len(), 6);
-    assert!(report.errors.iter().all(|e| e.errno == Some(libc::ENODEV) && e.device.as_deref() == Some("mlx5_0")));
+    assert!(
+        report
+            .errors
+            .iter()
+            .all(|e| e.errno == Some(libc::ENODEV) && e.device.as_deref() == Some("mlx5_0"))
+    );
     let devices = &snapshot(&report).devices;
     assert_eq!(devices.len(), 2);
-    assert_eq!(devices[0].ports[0].phys_state.as_ref().unwrap().value, 5, "the down port's other files still read");
+    assert_eq!(
+        devices[0].ports[0].phys_state.as_ref().unwrap().value,
+        5,
+        "the down port's other files still read"
+    );
     assert_eq!(devices[1].errors, 0);
     assert_eq!(devices[1].ports[0].pma.len(), 6);
 }
@@ -293,14 +404,36 @@ fn gid_attribute_einval_is_the_kernels_empty_slot_answer_not_an_error() {
     let tree = Tree::new();
     tree.roce_device("mlx5_0", "0000:3b:00.0", "ens1f0np0", 9000);
     let fs = FaultFs::new()
-        .fault(tree.dev_path("mlx5_0", "ports/1/gid_attrs/types/3"), Fault::Errno(libc::EINVAL))
-        .fault(tree.dev_path("mlx5_0", "ports/1/gid_attrs/ndevs/3"), Fault::Errno(libc::EINVAL))
-        .fault(tree.dev_path("mlx5_0", "ports/1/gid_attrs/ndevs/1"), Fault::Errno(libc::EIO));
+        .fault(
+            tree.dev_path("mlx5_0", "ports/1/gid_attrs/types/3"),
+            Fault::Errno(libc::EINVAL),
+        )
+        .fault(
+            tree.dev_path("mlx5_0", "ports/1/gid_attrs/ndevs/3"),
+            Fault::Errno(libc::EINVAL),
+        )
+        .fault(
+            tree.dev_path("mlx5_0", "ports/1/gid_attrs/ndevs/1"),
+            Fault::Errno(libc::EIO),
+        );
     let report = source(&tree, Arc::new(fs)).read();
-    assert_eq!(report.errors.len(), 1, "only EIO is an error: {:?}", report.errors);
+    assert_eq!(
+        report.errors.len(),
+        1,
+        "only EIO is an error: {:?}",
+        report.errors
+    );
     assert_eq!(report.errors[0].errno, Some(libc::EIO));
     let gids = snapshot(&report).devices[0].ports[0].gids.clone().unwrap();
-    assert_eq!(gids[2], Gid { index: 3, gid: "0000:0000:0000:0000:0000:ffff:0a0a:0a01".into(), gid_type: None, netdev: None });
+    assert_eq!(
+        gids[2],
+        Gid {
+            index: 3,
+            gid: "0000:0000:0000:0000:0000:ffff:0a0a:0a01".into(),
+            gid_type: None,
+            netdev: None
+        }
+    );
 }
 
 #[test]
@@ -317,7 +450,10 @@ fn missing_subsystem_is_absent_not_an_error() {
 fn unreadable_class_directory_fails_the_source() {
     let tree = Tree::new();
     tree.ib_device("mlx5_0", "0000:18:00.0");
-    let fs = FaultFs::new().fault(tree.sys().join("class/infiniband"), Fault::Errno(libc::EACCES));
+    let fs = FaultFs::new().fault(
+        tree.sys().join("class/infiniband"),
+        Fault::Errno(libc::EACCES),
+    );
     let report = source(&tree, Arc::new(fs)).read();
     assert!(report.data.is_none());
     assert_eq!(report.errors[0].errno, Some(libc::EACCES));
@@ -334,16 +470,26 @@ fn saturated_counters_and_legacy_counters_ext() {
     tree.write(&format!("{base}/counters/link_downed"), "255\n");
     tree.write(&format!("{base}/counters/symbol_error"), "65535\n");
     tree.write(&format!("{base}/counters/port_rcv_discards"), "12\n");
-    tree.write(&format!("{base}/counters_ext/port_xmit_data_64"), "81985529216486895\n");
+    tree.write(
+        &format!("{base}/counters_ext/port_xmit_data_64"),
+        "81985529216486895\n",
+    );
     let report = source(&tree, Arc::new(RealFs)).read();
     assert_eq!(report.errors, vec![]);
     let port = &snapshot(&report).devices[0].ports[0];
     let xmit = counter(port, "port_xmit_data").unwrap();
-    assert_eq!((xmit.value, xmit.bits, xmit.dir), (81985529216486895, Some(64), PmaDir::CountersExt));
+    assert_eq!(
+        (xmit.value, xmit.bits, xmit.dir),
+        (81985529216486895, Some(64), PmaDir::CountersExt)
+    );
     assert!(!xmit.saturated());
     // Without the extended group the base data counter is 32-bit.
     let rcv = counter(port, "port_rcv_data").unwrap();
-    assert_eq!(rcv.bits, Some(64), "98765432109 does not fit in 32 bits, so the counter is 64-bit");
+    assert_eq!(
+        rcv.bits,
+        Some(64),
+        "98765432109 does not fit in 32 bits, so the counter is 64-bit"
+    );
     for name in ["port_xmit_wait", "link_downed", "symbol_error"] {
         assert!(counter(port, name).unwrap().saturated(), "{name}");
     }
@@ -369,8 +515,22 @@ fn software_devices_without_pci_function() {
     let report = source(&tree, Arc::new(RealFs)).read();
     assert_eq!(report.errors, vec![]);
     let dev = &snapshot(&report).devices[0];
-    assert_eq!((dev.fw_ver.as_deref(), dev.pci_address.as_deref(), dev.driver.as_deref()), (None, None, Some("rdma_rxe")));
+    assert_eq!(
+        (
+            dev.fw_ver.as_deref(),
+            dev.pci_address.as_deref(),
+            dev.driver.as_deref()
+        ),
+        (None, None, Some("rdma_rxe"))
+    );
     let port = &dev.ports[0];
-    assert_eq!(port.state.as_ref().unwrap().name, "DOWN", "down ports stay visible");
-    assert_eq!((port.netdev.as_deref(), port.active_mtu, port.mtu_rule), (Some("veth0"), Some(4096), Some(MtuRule::Rxe)));
+    assert_eq!(
+        port.state.as_ref().unwrap().name,
+        "DOWN",
+        "down ports stay visible"
+    );
+    assert_eq!(
+        (port.netdev.as_deref(), port.active_mtu, port.mtu_rule),
+        (Some("veth0"), Some(4096), Some(MtuRule::Rxe))
+    );
 }

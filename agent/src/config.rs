@@ -1,0 +1,595 @@
+//! Command-line flags and the YAML config file, merged into one validated [`Config`].
+//!
+//! Flags follow the names Prometheus exporters use (`--web.listen-address`,
+//! `--path.sysfs`, `--collector.<name>`, `--no-collector.<name>`,
+//! `--collector.<name>.<option>`). The collector flags are generated from the source
+//! registry. Precedence: built-in defaults, then `--config.file`, then flags given on the
+//! command line. Anything invalid stops start-up with a message naming the flag or key.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use railscope_collectors::source::OptionValues;
+use railscope_collectors::{Roots, SOURCES, SourceSpec};
+use serde::Deserialize;
+
+/// Default listen address.
+pub const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
+
+/// A configuration error: names the flag or key and says what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ConfigError {
+    /// The flag (`--web.listen-address`) or config key (`collectors.infiniband.foo`).
+    pub field: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Log verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Everything.
+    Debug,
+    /// Start-up, absent subsystems, first occurrence of each error.
+    Info,
+    /// Problems only.
+    Warn,
+    /// Failures only.
+    Error,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// `ts=... level=... msg="..." key=value`.
+    Logfmt,
+    /// One JSON object per line.
+    Json,
+}
+
+/// One source's settings.
+#[derive(Debug, Clone)]
+pub struct CollectorConfig {
+    /// The registry entry.
+    pub spec: &'static SourceSpec,
+    /// Whether it runs.
+    pub enabled: bool,
+    /// Its option values by option name.
+    pub options: OptionValues,
+}
+
+/// The agent's validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on (`:9477`, `127.0.0.1:9477`, `[::1]:9477`).
+    pub listen_address: String,
+    /// Path of the metrics endpoint.
+    pub telemetry_path: String,
+    /// Where sysfs and procfs are mounted.
+    pub roots: Roots,
+    /// Log verbosity.
+    pub log_level: LogLevel,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// The most time a collection may take, whatever the scraper allows.
+    pub scrape_timeout_max: Duration,
+    /// How much of the scraper's timeout is left for encoding and the network.
+    pub scrape_timeout_offset: Duration,
+    /// Every source in registry order.
+    pub collectors: Vec<CollectorConfig>,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Run the agent.
+    Run(Box<Config>),
+    /// Print this text (help or version) and exit successfully.
+    Print(String),
+}
+
+/// The config file's schema.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    web: FileWeb,
+    #[serde(default)]
+    path: FilePath,
+    #[serde(default)]
+    log: FileLog,
+    #[serde(default)]
+    scrape: FileScrape,
+    #[serde(default)]
+    collectors: BTreeMap<String, BTreeMap<String, Scalar>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileWeb {
+    listen_address: Option<String>,
+    telemetry_path: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePath {
+    sysfs: Option<PathBuf>,
+    procfs: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLog {
+    level: Option<String>,
+    format: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileScrape {
+    timeout_max: Option<String>,
+    timeout_offset: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Str(String),
+}
+
+/// The command-line interface, with one flag set per registered source.
+pub fn command() -> Command {
+    let mut cmd = Command::new("railscope")
+        .version(crate::build_info::VERSION)
+        .long_version(format!("{} (revision {})", crate::build_info::VERSION, crate::build_info::REVISION))
+        .about("Node telemetry agent and Prometheus exporter for GPU cluster fabrics: RDMA ports, congestion, PCIe, NVLink and GPUs.")
+        .arg(flag_value("web.listen-address", "Address on which to expose metrics and the web interface", DEFAULT_LISTEN_ADDRESS))
+        .arg(flag_value("web.telemetry-path", "Path under which to expose metrics", "/metrics"))
+        .arg(flag_value("path.sysfs", "sysfs mount point", railscope_collectors::fs::DEFAULT_SYSFS))
+        .arg(flag_value("path.procfs", "procfs mount point", railscope_collectors::fs::DEFAULT_PROCFS))
+        .arg(Arg::new("config.file").long("config.file").value_name("PATH").help("YAML configuration file; flags given on the command line override it"))
+        .arg(flag_value("log.level", "Only log messages with the given severity or above: debug, info, warn, error", "info"))
+        .arg(flag_value("log.format", "Output format of log messages: logfmt, json", "logfmt"))
+        .arg(flag_value("scrape.timeout-max", "Longest a collection may run, whatever X-Prometheus-Scrape-Timeout-Seconds allows", "10s"))
+        .arg(flag_value("scrape.timeout-offset", "Time kept back from the scraper's timeout for encoding and transfer", "500ms"))
+        .arg(
+            Arg::new("collector.disable-defaults")
+                .long("collector.disable-defaults")
+                .action(ArgAction::SetTrue)
+                .help("Disable every collector not enabled explicitly"),
+        );
+    for spec in SOURCES {
+        let on = format!("collector.{}", spec.name);
+        let off = format!("no-collector.{}", spec.name);
+        let default = if spec.default_enabled {
+            "enabled"
+        } else {
+            "disabled"
+        };
+        cmd = cmd
+            .arg(
+                Arg::new(on.clone())
+                    .long(on.clone())
+                    .action(ArgAction::SetTrue)
+                    .help(format!(
+                        "Enable the {} collector (default: {default}). {}",
+                        spec.name, spec.help
+                    ))
+                    .overrides_with(off.clone()),
+            )
+            .arg(
+                Arg::new(off.clone())
+                    .long(off.clone())
+                    .action(ArgAction::SetTrue)
+                    .help(format!("Disable the {} collector", spec.name))
+                    .overrides_with(on.clone()),
+            );
+        for option in spec.options {
+            let id = format!("collector.{}.{}", spec.name, option.name);
+            cmd = cmd.arg(
+                Arg::new(id.clone())
+                    .long(id)
+                    .value_name("VALUE")
+                    .help(option.help),
+            );
+        }
+    }
+    cmd
+}
+
+fn flag_value(name: &'static str, help: &'static str, default: &'static str) -> Arg {
+    Arg::new(name)
+        .long(name)
+        .value_name("VALUE")
+        .help(help)
+        .default_value(default)
+}
+
+/// Parses the command line (and the config file it names).
+pub fn parse<I, T>(args: I) -> Result<Invocation, ConfigError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = match command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(err) => {
+            use clap::error::ErrorKind;
+            return match err.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    Ok(Invocation::Print(err.render().to_string()))
+                }
+                _ => Err(config_error(
+                    "command line",
+                    err.render()
+                        .to_string()
+                        .trim()
+                        .trim_start_matches("error: ")
+                        .to_owned(),
+                )),
+            };
+        }
+    };
+    let file = match matches.get_one::<String>("config.file") {
+        Some(path) => load_file(path)?,
+        None => FileConfig::default(),
+    };
+    from_matches(&matches, file).map(|c| Invocation::Run(Box::new(c)))
+}
+
+fn load_file(path: &str) -> Result<FileConfig, ConfigError> {
+    let field = format!("--config.file {path}");
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| config_error(&field, format!("cannot read: {e}")))?;
+    if text.trim().is_empty() {
+        return Ok(FileConfig::default());
+    }
+    serde_saphyr::from_str::<FileConfig>(&text).map_err(|e| config_error(&field, e.to_string()))
+}
+
+/// The value of a flag: the command line if given there, else the config file, else the default.
+fn pick(matches: &ArgMatches, id: &str, file: Option<String>) -> String {
+    let from_cli = matches.value_source(id) == Some(ValueSource::CommandLine);
+    let cli = matches.get_one::<String>(id).cloned().unwrap_or_default();
+    if from_cli { cli } else { file.unwrap_or(cli) }
+}
+
+fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, ConfigError> {
+    let listen_address = pick(matches, "web.listen-address", file.web.listen_address);
+    validate_listen_address(&listen_address)
+        .map_err(|reason| config_error("--web.listen-address (web.listen-address)", reason))?;
+    let telemetry_path = pick(matches, "web.telemetry-path", file.web.telemetry_path);
+    if !telemetry_path.starts_with('/')
+        || telemetry_path == "/"
+        || telemetry_path.starts_with("/-/")
+    {
+        return Err(config_error(
+            "--web.telemetry-path (web.telemetry-path)",
+            format!("{telemetry_path:?} must start with '/' and differ from '/' and '/-/...'"),
+        ));
+    }
+    let roots = Roots {
+        sysfs: PathBuf::from(pick(
+            matches,
+            "path.sysfs",
+            file.path.sysfs.map(|p| p.display().to_string()),
+        )),
+        procfs: PathBuf::from(pick(
+            matches,
+            "path.procfs",
+            file.path.procfs.map(|p| p.display().to_string()),
+        )),
+    };
+    let log_level = match pick(matches, "log.level", file.log.level).as_str() {
+        "debug" => LogLevel::Debug,
+        "info" => LogLevel::Info,
+        "warn" => LogLevel::Warn,
+        "error" => LogLevel::Error,
+        other => {
+            return Err(config_error(
+                "--log.level (log.level)",
+                format!("{other:?} is not one of debug, info, warn, error"),
+            ));
+        }
+    };
+    let log_format = match pick(matches, "log.format", file.log.format).as_str() {
+        "logfmt" => LogFormat::Logfmt,
+        "json" => LogFormat::Json,
+        other => {
+            return Err(config_error(
+                "--log.format (log.format)",
+                format!("{other:?} is not one of logfmt, json"),
+            ));
+        }
+    };
+    let scrape_timeout_max = parse_duration(&pick(
+        matches,
+        "scrape.timeout-max",
+        file.scrape.timeout_max,
+    ))
+    .filter(|d| !d.is_zero())
+    .ok_or_else(|| {
+        config_error(
+            "--scrape.timeout-max (scrape.timeout-max)",
+            "expected a positive duration such as 10s or 2500ms",
+        )
+    })?;
+    let scrape_timeout_offset = parse_duration(&pick(
+        matches,
+        "scrape.timeout-offset",
+        file.scrape.timeout_offset,
+    ))
+    .ok_or_else(|| {
+        config_error(
+            "--scrape.timeout-offset (scrape.timeout-offset)",
+            "expected a duration such as 500ms",
+        )
+    })?;
+
+    let mut file_collectors = file.collectors;
+    for name in file_collectors.keys() {
+        if !SOURCES.iter().any(|s| s.name == name) {
+            let known: Vec<_> = SOURCES.iter().map(|s| s.name).collect();
+            return Err(config_error(
+                format!("collectors.{name}"),
+                format!("unknown collector (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    let disable_defaults = matches.get_flag("collector.disable-defaults");
+    let mut collectors = Vec::new();
+    for spec in SOURCES {
+        let mut enabled = spec.default_enabled && !disable_defaults;
+        let mut options = OptionValues::new();
+        if let Some(keys) = file_collectors.remove(spec.name) {
+            for (key, value) in keys {
+                let field = format!("collectors.{}.{key}", spec.name);
+                if key == "enabled" {
+                    match value {
+                        Scalar::Bool(b) => enabled = b,
+                        _ => return Err(config_error(field, "expected true or false")),
+                    }
+                } else if spec.options.iter().any(|o| o.name == key) {
+                    let value = match value {
+                        Scalar::Str(s) => s,
+                        Scalar::Int(i) => i.to_string(),
+                        Scalar::Bool(b) => b.to_string(),
+                    };
+                    options.insert(key, value);
+                } else {
+                    let mut known = vec!["enabled"];
+                    known.extend(spec.options.iter().map(|o| o.name));
+                    return Err(config_error(
+                        field,
+                        format!("unknown key (known: {})", known.join(", ")),
+                    ));
+                }
+            }
+        }
+        if matches.get_flag(&format!("collector.{}", spec.name)) {
+            enabled = true;
+        }
+        if matches.get_flag(&format!("no-collector.{}", spec.name)) {
+            enabled = false;
+        }
+        for option in spec.options {
+            if let Some(value) =
+                matches.get_one::<String>(&format!("collector.{}.{}", spec.name, option.name))
+            {
+                options.insert(option.name.to_owned(), value.clone());
+            }
+        }
+        collectors.push(CollectorConfig {
+            spec,
+            enabled,
+            options,
+        });
+    }
+    Ok(Config {
+        listen_address,
+        telemetry_path,
+        roots,
+        log_level,
+        log_format,
+        scrape_timeout_max,
+        scrape_timeout_offset,
+        collectors,
+    })
+}
+
+/// Resolves `:9477` (all interfaces), `host:port` and `[v6]:port`.
+pub fn validate_listen_address(address: &str) -> Result<(), String> {
+    let (host, port) = address
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{address:?} is not [host]:port"))?;
+    port.parse::<u16>()
+        .map_err(|_| format!("{address:?} has no valid port"))?;
+    if host.starts_with('[') != host.ends_with(']') {
+        return Err(format!("{address:?} has an unbalanced IPv6 bracket"));
+    }
+    Ok(())
+}
+
+/// Parses a Prometheus-style duration: `10s`, `500ms`, `1m30s`, `1.5s`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if number_len == 0 {
+            return None;
+        }
+        let number: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += number * factor;
+    }
+    (total.is_finite() && total < 1.0e9).then(|| Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Config, ConfigError> {
+        let mut full = vec!["railscope"];
+        full.extend_from_slice(args);
+        match parse(full)? {
+            Invocation::Run(c) => Ok(*c),
+            Invocation::Print(text) => panic!("printed {text}"),
+        }
+    }
+
+    fn write_config(text: &str) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        file
+    }
+
+    #[test]
+    fn defaults() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.listen_address, ":9477");
+        assert_eq!(c.telemetry_path, "/metrics");
+        assert_eq!(c.roots, Roots::default());
+        assert_eq!(c.scrape_timeout_max, Duration::from_secs(10));
+        assert!(
+            c.collectors
+                .iter()
+                .all(|c| c.enabled == c.spec.default_enabled)
+        );
+    }
+
+    #[test]
+    fn collector_flags() {
+        let c = run(&["--no-collector.infiniband"]).unwrap();
+        assert!(!c.collectors[0].enabled);
+        let c = run(&["--collector.disable-defaults", "--collector.infiniband"]).unwrap();
+        assert!(c.collectors[0].enabled);
+        let c = run(&["--no-collector.infiniband", "--collector.infiniband"]).unwrap();
+        assert!(
+            c.collectors[0].enabled,
+            "the last of --collector/--no-collector wins"
+        );
+        let c = run(&["--collector.infiniband.device-exclude", "^mlx5_[89]$"]).unwrap();
+        assert_eq!(c.collectors[0].options["device-exclude"], "^mlx5_[89]$");
+    }
+
+    #[test]
+    fn file_then_flags() {
+        let file = write_config(
+            "web:\n  listen-address: 127.0.0.1:9999\npath:\n  sysfs: /host/sys\ncollectors:\n  infiniband:\n    enabled: false\n    device-include: mlx5_.*\n",
+        );
+        let path = file.path().to_str().unwrap();
+        let c = run(&["--config.file", path]).unwrap();
+        assert_eq!(c.listen_address, "127.0.0.1:9999");
+        assert_eq!(c.roots.sysfs, PathBuf::from("/host/sys"));
+        assert!(!c.collectors[0].enabled);
+        assert_eq!(c.collectors[0].options["device-include"], "mlx5_.*");
+        let c = run(&[
+            "--config.file",
+            path,
+            "--web.listen-address",
+            ":1234",
+            "--collector.infiniband",
+        ])
+        .unwrap();
+        assert_eq!(c.listen_address, ":1234");
+        assert!(c.collectors[0].enabled);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_by_name() {
+        let cases = [
+            ("web:\n  listen-adress: :1\n", "listen-adress"),
+            ("colectors: {}\n", "colectors"),
+            (
+                "collectors:\n  infiniband:\n    device-includ: x\n",
+                "collectors.infiniband.device-includ",
+            ),
+            (
+                "collectors:\n  gpus:\n    enabled: true\n",
+                "collectors.gpus",
+            ),
+            (
+                "collectors:\n  infiniband:\n    enabled: maybe\n",
+                "collectors.infiniband.enabled",
+            ),
+        ];
+        for (text, name) in cases {
+            let file = write_config(text);
+            let err = run(&["--config.file", file.path().to_str().unwrap()]).unwrap_err();
+            assert!(err.to_string().contains(name), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let cases: [(&[&str], &str); 6] = [
+            (&["--web.listen-address", "9477"], "--web.listen-address"),
+            (&["--web.telemetry-path", "metrics"], "--web.telemetry-path"),
+            (&["--log.level", "loud"], "--log.level"),
+            (&["--log.format", "xml"], "--log.format"),
+            (&["--scrape.timeout-max", "soon"], "--scrape.timeout-max"),
+            (&["--no-such-flag"], "--no-such-flag"),
+        ];
+        for (args, name) in cases {
+            let err = run(args).unwrap_err();
+            assert!(err.to_string().contains(name), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("10"), None);
+        assert_eq!(parse_duration("s"), None);
+        assert_eq!(parse_duration(""), None);
+    }
+
+    #[test]
+    fn help_lists_every_collector_flag() {
+        let help = command().render_long_help().to_string();
+        for spec in SOURCES {
+            assert!(help.contains(&format!("--collector.{}", spec.name)));
+            assert!(help.contains(&format!("--no-collector.{}", spec.name)));
+            for option in spec.options {
+                assert!(help.contains(&format!("--collector.{}.{}", spec.name, option.name)));
+            }
+        }
+    }
+}

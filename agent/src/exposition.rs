@@ -1,0 +1,353 @@
+//! Metric families and their text encodings: Prometheus text format 0.0.4 and OpenMetrics 1.0.
+//!
+//! Mapping builds a `Vec<Family>` from an already-collected snapshot; encoding only walks it.
+//! Each family is written exactly once, with all its samples together, so driver-provided
+//! names (which only ever appear as label *values* here) can never produce a duplicate or an
+//! invalid family.
+
+use std::fmt::Write as _;
+
+/// The type of a metric family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricType {
+    /// A value that goes up and down.
+    Gauge,
+    /// A monotonically increasing count; samples are named `<family>_total`.
+    Counter,
+    /// A constant `1` whose labels describe a thing; samples are named `<family>_info`.
+    Info,
+}
+
+/// A sample value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// An integer, printed exactly.
+    U64(u64),
+    /// A signed integer, printed exactly.
+    I64(i64),
+    /// A float.
+    F64(f64),
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Self {
+        Value::U64(v)
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Self {
+        Value::U64(u64::from(v))
+    }
+}
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::I64(v)
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::F64(v)
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::U64(u64::from(v))
+    }
+}
+
+/// One series: label pairs and a value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Label names and values, in output order.
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: Value,
+}
+
+/// A metric family: one name, help text and type, and its samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// The family name; without `_total` for counters and without `_info` for info metrics.
+    pub name: &'static str,
+    /// One sentence of help.
+    pub help: &'static str,
+    /// The family's type.
+    pub kind: MetricType,
+    /// The unit the name ends with (`bytes`, `seconds`), declared in OpenMetrics.
+    pub unit: Option<&'static str>,
+    /// The samples.
+    pub samples: Vec<Sample>,
+}
+
+impl Family {
+    /// An empty gauge family.
+    pub fn gauge(name: &'static str, help: &'static str) -> Self {
+        Family {
+            name,
+            help,
+            kind: MetricType::Gauge,
+            unit: unit_of(name),
+            samples: Vec::new(),
+        }
+    }
+
+    /// An empty counter family (`name` without `_total`).
+    pub fn counter(name: &'static str, help: &'static str) -> Self {
+        Family {
+            name,
+            help,
+            kind: MetricType::Counter,
+            unit: unit_of(name),
+            samples: Vec::new(),
+        }
+    }
+
+    /// An empty info family (`name` without `_info`).
+    pub fn info(name: &'static str, help: &'static str) -> Self {
+        Family {
+            name,
+            help,
+            kind: MetricType::Info,
+            unit: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Adds a sample.
+    pub fn push(&mut self, labels: Vec<(&'static str, String)>, value: impl Into<Value>) {
+        self.samples.push(Sample {
+            labels,
+            value: value.into(),
+        });
+    }
+
+    /// The name samples carry.
+    pub fn sample_name(&self) -> String {
+        match self.kind {
+            MetricType::Gauge => self.name.to_owned(),
+            MetricType::Counter => format!("{}_total", self.name),
+            MetricType::Info => format!("{}_info", self.name),
+        }
+    }
+}
+
+fn unit_of(name: &str) -> Option<&'static str> {
+    ["bytes", "seconds"]
+        .into_iter()
+        .find(|unit| name.ends_with(&format!("_{unit}")))
+}
+
+/// An exposition format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Prometheus text format 0.0.4.
+    Prometheus,
+    /// OpenMetrics 1.0.0 text.
+    OpenMetrics,
+}
+
+impl Format {
+    /// The HTTP `Content-Type` of the format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// Chooses the format from an `Accept` header: OpenMetrics when the scraper accepts it
+    /// with a non-zero quality, the classic text format otherwise.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Prometheus;
+        };
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default();
+            if !media.eq_ignore_ascii_case("application/openmetrics-text") {
+                continue;
+            }
+            let mut quality = 1.0f64;
+            let mut version_ok = true;
+            for param in parts {
+                if let Some((key, value)) = param.split_once('=') {
+                    match key.trim() {
+                        "q" => quality = value.trim().parse().unwrap_or(0.0),
+                        "version" => version_ok = matches!(value.trim(), "1.0.0" | "0.0.1"),
+                        _ => {}
+                    }
+                }
+            }
+            if quality > 0.0 && version_ok {
+                return Format::OpenMetrics;
+            }
+        }
+        Format::Prometheus
+    }
+}
+
+/// Encodes `families` in `format`. Families without samples are left out.
+pub fn encode(families: &[Family], format: Format) -> String {
+    let mut out = String::with_capacity(families.iter().map(|f| f.samples.len() * 96 + 128).sum());
+    for family in families.iter().filter(|f| !f.samples.is_empty()) {
+        let (header_name, kind) = match (format, family.kind) {
+            (Format::Prometheus, MetricType::Gauge) => (family.sample_name(), "gauge"),
+            (Format::Prometheus, MetricType::Counter) => (family.sample_name(), "counter"),
+            (Format::Prometheus, MetricType::Info) => (family.sample_name(), "gauge"),
+            (Format::OpenMetrics, MetricType::Gauge) => (family.name.to_owned(), "gauge"),
+            (Format::OpenMetrics, MetricType::Counter) => (family.name.to_owned(), "counter"),
+            (Format::OpenMetrics, MetricType::Info) => (family.name.to_owned(), "info"),
+        };
+        let _ = writeln!(out, "# HELP {header_name} {}", escape_help(family.help));
+        let _ = writeln!(out, "# TYPE {header_name} {kind}");
+        if let (Format::OpenMetrics, Some(unit)) = (format, family.unit) {
+            let _ = writeln!(out, "# UNIT {header_name} {unit}");
+        }
+        let sample_name = family.sample_name();
+        for sample in &family.samples {
+            out.push_str(&sample_name);
+            if !sample.labels.is_empty() {
+                out.push('{');
+                for (i, (name, value)) in sample.labels.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(name);
+                    out.push_str("=\"");
+                    escape_label_value(&mut out, value);
+                    out.push('"');
+                }
+                out.push('}');
+            }
+            out.push(' ');
+            write_value(&mut out, sample.value);
+            out.push('\n');
+        }
+    }
+    if format == Format::OpenMetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+fn escape_help(help: &str) -> String {
+    help.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn escape_label_value(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn write_value(out: &mut String, value: Value) {
+    let _ = match value {
+        Value::U64(v) => write!(out, "{v}"),
+        Value::I64(v) => write!(out, "{v}"),
+        Value::F64(v) if v.is_nan() => write!(out, "NaN"),
+        Value::F64(v) if v == f64::INFINITY => write!(out, "+Inf"),
+        Value::F64(v) if v == f64::NEG_INFINITY => write!(out, "-Inf"),
+        Value::F64(v) => write!(out, "{v}"),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn families() -> Vec<Family> {
+        let mut data = Family::counter("railscope_ib_port_data_bytes", "Data bytes.");
+        data.push(
+            vec![
+                ("device", "mlx5_0".into()),
+                ("port", "1".into()),
+                ("direction", "rx".into()),
+            ],
+            400u64,
+        );
+        let mut info = Family::info("railscope_ib_device", "Device identity.");
+        info.push(
+            vec![
+                ("device", "mlx5_0".into()),
+                ("board_id", "a \"b\" \\c\nd".into()),
+            ],
+            1u64,
+        );
+        let mut up = Family::gauge("railscope_up", "Up.");
+        up.push(vec![], 0.25f64);
+        let empty = Family::gauge("railscope_empty", "Never written.");
+        vec![data, info, up, empty]
+    }
+
+    #[test]
+    fn prometheus_text() {
+        let text = encode(&families(), Format::Prometheus);
+        assert_eq!(
+            text,
+            "# HELP railscope_ib_port_data_bytes_total Data bytes.\n\
+             # TYPE railscope_ib_port_data_bytes_total counter\n\
+             railscope_ib_port_data_bytes_total{device=\"mlx5_0\",port=\"1\",direction=\"rx\"} 400\n\
+             # HELP railscope_ib_device_info Device identity.\n\
+             # TYPE railscope_ib_device_info gauge\n\
+             railscope_ib_device_info{device=\"mlx5_0\",board_id=\"a \\\"b\\\" \\\\c\\nd\"} 1\n\
+             # HELP railscope_up Up.\n\
+             # TYPE railscope_up gauge\n\
+             railscope_up 0.25\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_text() {
+        let text = encode(&families(), Format::OpenMetrics);
+        assert!(text.starts_with(
+            "# HELP railscope_ib_port_data_bytes Data bytes.\n\
+             # TYPE railscope_ib_port_data_bytes counter\n\
+             # UNIT railscope_ib_port_data_bytes bytes\n\
+             railscope_ib_port_data_bytes_total{"
+        ));
+        assert!(text.contains("# TYPE railscope_ib_device info\nrailscope_ib_device_info{"));
+        assert!(text.ends_with("railscope_up 0.25\n# EOF\n"));
+    }
+
+    #[test]
+    fn values() {
+        let mut out = String::new();
+        for v in [
+            Value::U64(u64::MAX),
+            Value::I64(-1),
+            Value::F64(1e6),
+            Value::F64(f64::NAN),
+            Value::F64(f64::INFINITY),
+            Value::F64(0.0015),
+        ] {
+            write_value(&mut out, v);
+            out.push(' ');
+        }
+        assert_eq!(out, "18446744073709551615 -1 1000000 NaN +Inf 0.0015 ");
+    }
+
+    #[test]
+    fn negotiation() {
+        let prometheus_2 = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::negotiate(Some(prometheus_2)), Format::OpenMetrics);
+        assert_eq!(
+            Format::negotiate(Some("text/plain;version=0.0.4")),
+            Format::Prometheus
+        );
+        assert_eq!(Format::negotiate(Some("*/*")), Format::Prometheus);
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text; q=0")),
+            Format::Prometheus
+        );
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text;version=2.0.0")),
+            Format::Prometheus
+        );
+        assert_eq!(Format::negotiate(None), Format::Prometheus);
+    }
+}

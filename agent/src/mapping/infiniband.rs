@@ -1,0 +1,582 @@
+//! Maps the `infiniband` source's snapshot to metric families.
+//!
+//! Names: `railscope_ib_device_*` and `railscope_ib_port_*` for what the InfiniBand core
+//! exposes for every RDMA device, `railscope_rdma_*_hw_counter_total{counter}` for driver
+//! counters, whose names differ by driver and are passed through untouched. Descriptive
+//! strings sit on `*_info` series. Values are converted to base units: PMA data counters
+//! count 4-byte words (×4), rates are bytes per second, `lifespan` is seconds.
+
+use railscope_collectors::infiniband::{PmaCounter, Port, Snapshot};
+
+use crate::exposition::Family;
+
+/// How a known PMA counter is exported.
+struct PmaFamily {
+    counter: &'static str,
+    family: &'static str,
+    help: &'static str,
+    direction: Option<&'static str>,
+    multiplier: u64,
+}
+
+const fn pma(
+    counter: &'static str,
+    family: &'static str,
+    help: &'static str,
+    direction: Option<&'static str>,
+    multiplier: u64,
+) -> PmaFamily {
+    PmaFamily {
+        counter,
+        family,
+        help,
+        direction,
+        multiplier,
+    }
+}
+
+const RX: Option<&str> = Some("rx");
+const TX: Option<&str> = Some("tx");
+
+/// Known PMA counters. Pairs that differ only in direction share a family with a
+/// `direction` label.
+const PMA_FAMILIES: &[PmaFamily] = &[
+    pma(
+        "port_rcv_data",
+        "railscope_ib_port_data_bytes",
+        "Data octets received and transmitted on the port (PMA PortRcvData/PortXmitData, which count 4-byte words; converted to bytes).",
+        RX,
+        4,
+    ),
+    pma("port_xmit_data", "railscope_ib_port_data_bytes", "", TX, 4),
+    pma(
+        "port_rcv_packets",
+        "railscope_ib_port_packets",
+        "Packets received and transmitted on the port (PMA PortRcvPkts/PortXmitPkts).",
+        RX,
+        1,
+    ),
+    pma("port_xmit_packets", "railscope_ib_port_packets", "", TX, 1),
+    pma(
+        "unicast_rcv_packets",
+        "railscope_ib_port_unicast_packets",
+        "Unicast packets received and transmitted (PMA PortCountersExtended).",
+        RX,
+        1,
+    ),
+    pma(
+        "unicast_xmit_packets",
+        "railscope_ib_port_unicast_packets",
+        "",
+        TX,
+        1,
+    ),
+    pma(
+        "multicast_rcv_packets",
+        "railscope_ib_port_multicast_packets",
+        "Multicast packets received and transmitted (PMA PortCountersExtended).",
+        RX,
+        1,
+    ),
+    pma(
+        "multicast_xmit_packets",
+        "railscope_ib_port_multicast_packets",
+        "",
+        TX,
+        1,
+    ),
+    pma(
+        "symbol_error",
+        "railscope_ib_port_symbol_errors",
+        "Minor link errors detected on one or more physical lanes (PMA SymbolErrorCounter, 16-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "link_error_recovery",
+        "railscope_ib_port_link_error_recovery",
+        "Successful link error recovery processes (PMA LinkErrorRecoveryCounter, 8-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "link_downed",
+        "railscope_ib_port_link_downed",
+        "Times the link error recovery process failed and the link went down (PMA LinkDownedCounter, 8-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_rcv_errors",
+        "railscope_ib_port_receive_errors",
+        "Packets with errors received on the port (PMA PortRcvErrors, 16-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_rcv_remote_physical_errors",
+        "railscope_ib_port_receive_remote_physical_errors",
+        "Packets received marked with the EBP delimiter (PMA PortRcvRemotePhysicalErrors, 16-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_rcv_switch_relay_errors",
+        "railscope_ib_port_receive_switch_relay_errors",
+        "Packets discarded because they could not be forwarded by the switch relay (PMA PortRcvSwitchRelayErrors, 16-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_xmit_discards",
+        "railscope_ib_port_transmit_discards",
+        "Outbound packets discarded because the port was down or congested (PMA PortXmitDiscards, 16-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_xmit_constraint_errors",
+        "railscope_ib_port_transmit_constraint_errors",
+        "Packets not transmitted because of outbound raw filtering (PMA PortXmitConstraintErrors, 8-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_rcv_constraint_errors",
+        "railscope_ib_port_receive_constraint_errors",
+        "Packets discarded because of inbound raw filtering (PMA PortRcvConstraintErrors, 8-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "local_link_integrity_errors",
+        "railscope_ib_port_local_link_integrity_errors",
+        "Times local physical errors exceeded the threshold (PMA LocalLinkIntegrityErrors, 4-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "excessive_buffer_overrun_errors",
+        "railscope_ib_port_excessive_buffer_overrun_errors",
+        "Times consecutive flow control update periods had buffer overrun (PMA ExcessiveBufferOverrunErrors, 4-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "VL15_dropped",
+        "railscope_ib_port_vl15_dropped",
+        "Incoming VL15 (subnet management) packets dropped for lack of buffers (PMA VL15Dropped, 16-bit, saturates).",
+        None,
+        1,
+    ),
+    pma(
+        "port_xmit_wait",
+        "railscope_ib_port_transmit_wait",
+        "Ticks during which the port had data to transmit but no flow-control credits (PMA PortXmitWait, 32-bit, saturates).",
+        None,
+        1,
+    ),
+];
+
+fn device_port(device: &str, port: &Port) -> Vec<(&'static str, String)> {
+    vec![
+        ("device", device.to_owned()),
+        ("port", port.number.to_string()),
+    ]
+}
+
+fn with(
+    mut labels: Vec<(&'static str, String)>,
+    extra: &[(&'static str, &str)],
+) -> Vec<(&'static str, String)> {
+    labels.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    labels
+}
+
+/// Maps a snapshot to its families, in a fixed order.
+pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut device_info = Family::info(
+        "railscope_ib_device",
+        "RDMA device identity from /sys/class/infiniband; labels absent on this device are empty.",
+    );
+    let mut device_errors = Family::gauge(
+        "railscope_ib_device_read_errors",
+        "Files of this RDMA device that failed to read or parse in the last collection.",
+    );
+    let mut device_hw = Family::counter(
+        "railscope_rdma_device_hw_counter",
+        "Device-level driver counter from <device>/hw_counters, named as the driver names it.",
+    );
+    let mut device_lifespan = Family::gauge(
+        "railscope_rdma_device_hw_counters_lifespan_seconds",
+        "How long the kernel caches device-level hw_counters values (hw_counters/lifespan).",
+    );
+    let mut port_info = Family::info(
+        "railscope_ib_port",
+        "RDMA port description: link layer, state and physical state names, lane speed name and netdev.",
+    );
+    let mut state = Family::gauge(
+        "railscope_ib_port_state",
+        "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
+    );
+    let mut phys_state = Family::gauge(
+        "railscope_ib_port_phys_state",
+        "Physical port state: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 Phy Test.",
+    );
+    let mut rate = Family::gauge(
+        "railscope_ib_port_rate_bytes_per_second",
+        "Active data rate of the port (all lanes) from ports/<N>/rate.",
+    );
+    let mut width = Family::gauge(
+        "railscope_ib_port_link_width_lanes",
+        "Active link width of the port in lanes (1X, 2X, 4X, 8X, 12X).",
+    );
+    let mut lid = Family::gauge("railscope_ib_port_lid", "Base LID of an InfiniBand port.");
+    let mut sm_lid = Family::gauge(
+        "railscope_ib_port_sm_lid",
+        "LID of the subnet manager an InfiniBand port reports to.",
+    );
+    let mut named: Vec<Family> = Vec::new();
+    for spec in PMA_FAMILIES {
+        if !named.iter().any(|f| f.name == spec.family) {
+            named.push(Family::counter(spec.family, spec.help));
+        }
+    }
+    let mut pma_other = Family::counter(
+        "railscope_ib_port_pma_counter",
+        "A counters/ file the kernel or OFED provides beyond the standard PMA set, raw value.",
+    );
+    let mut saturated = Family::gauge(
+        "railscope_ib_port_counter_saturated",
+        "1 when a PMA counter of known width sits at its maximum: it saturates instead of wrapping and can no longer count.",
+    );
+    let mut port_hw = Family::counter(
+        "railscope_rdma_port_hw_counter",
+        "Port-level driver counter from ports/<N>/hw_counters, named as the driver names it.",
+    );
+    let mut port_lifespan = Family::gauge(
+        "railscope_rdma_port_hw_counters_lifespan_seconds",
+        "How long the kernel caches port-level hw_counters values (hw_counters/lifespan).",
+    );
+    let mut gid_info = Family::info(
+        "railscope_ib_port_gid",
+        "A non-empty GID table entry with its index, type and netdev.",
+    );
+    let mut gid_entries = Family::gauge(
+        "railscope_ib_port_gid_entries",
+        "Non-empty GID table entries of the port by GID type.",
+    );
+    let mut netdev_mtu = Family::gauge(
+        "railscope_ib_port_netdev_mtu_bytes",
+        "MTU of the netdev behind a RoCE or iWARP port.",
+    );
+    let mut active_mtu = Family::gauge(
+        "railscope_ib_port_active_mtu_bytes",
+        "Active RDMA MTU of a RoCE or iWARP port, derived from the netdev MTU with the driver's rule.",
+    );
+
+    for device in &snapshot.devices {
+        let name = device.name.as_str();
+        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+        device_info.push(
+            vec![
+                ("device", name.to_owned()),
+                ("driver", opt(&device.driver)),
+                (
+                    "node_type",
+                    device
+                        .node_type
+                        .as_ref()
+                        .map(|t| t.name.clone())
+                        .unwrap_or_default(),
+                ),
+                ("node_guid", opt(&device.node_guid)),
+                ("sys_image_guid", opt(&device.sys_image_guid)),
+                ("fw_ver", opt(&device.fw_ver)),
+                ("hca_type", opt(&device.hca_type)),
+                ("board_id", opt(&device.board_id)),
+                ("pci_address", opt(&device.pci_address)),
+                (
+                    "numa_node",
+                    device.numa_node.map(|n| n.to_string()).unwrap_or_default(),
+                ),
+            ],
+            1u64,
+        );
+        device_errors.push(vec![("device", name.to_owned())], device.errors);
+        for counter in &device.hw_counters {
+            device_hw.push(
+                vec![
+                    ("device", name.to_owned()),
+                    ("counter", counter.name.clone()),
+                ],
+                counter.value,
+            );
+        }
+        if let Some(ms) = device.hw_counters_lifespan_ms {
+            device_lifespan.push(vec![("device", name.to_owned())], ms as f64 / 1000.0);
+        }
+
+        for port in &device.ports {
+            let labels = device_port(name, port);
+            port_info.push(
+                with(
+                    labels.clone(),
+                    &[
+                        ("link_layer", port.link_layer.as_deref().unwrap_or_default()),
+                        (
+                            "state",
+                            port.state
+                                .as_ref()
+                                .map(|s| s.name.as_str())
+                                .unwrap_or_default(),
+                        ),
+                        (
+                            "phys_state",
+                            port.phys_state
+                                .as_ref()
+                                .map(|s| s.name.as_str())
+                                .unwrap_or_default(),
+                        ),
+                        (
+                            "speed",
+                            port.rate
+                                .as_ref()
+                                .and_then(|r| r.speed.as_deref())
+                                .unwrap_or_default(),
+                        ),
+                        ("netdev", port.netdev.as_deref().unwrap_or_default()),
+                    ],
+                ),
+                1u64,
+            );
+            if let Some(s) = &port.state {
+                state.push(labels.clone(), s.value);
+            }
+            if let Some(s) = &port.phys_state {
+                phys_state.push(labels.clone(), s.value);
+            }
+            if let Some(r) = &port.rate {
+                rate.push(labels.clone(), r.bits_per_second / 8);
+                width.push(labels.clone(), r.width);
+            }
+            if let Some(v) = port.lid {
+                lid.push(labels.clone(), v);
+            }
+            if let Some(v) = port.sm_lid {
+                sm_lid.push(labels.clone(), v);
+            }
+            for counter in &port.pma {
+                map_pma(counter, &labels, &mut named, &mut pma_other);
+                if counter.bits.is_some() {
+                    saturated.push(
+                        with(labels.clone(), &[("counter", &counter.name)]),
+                        counter.saturated(),
+                    );
+                }
+            }
+            for counter in &port.hw_counters {
+                port_hw.push(
+                    with(labels.clone(), &[("counter", &counter.name)]),
+                    counter.value,
+                );
+            }
+            if let Some(ms) = port.hw_counters_lifespan_ms {
+                port_lifespan.push(labels.clone(), ms as f64 / 1000.0);
+            }
+            if let Some(gids) = &port.gids {
+                let mut types: Vec<(&str, u64)> = vec![("IB/RoCE v1", 0), ("RoCE v2", 0)];
+                for gid in gids {
+                    let gid_type = gid.gid_type.as_deref().unwrap_or_default();
+                    match types.iter_mut().find(|(t, _)| *t == gid_type) {
+                        Some((_, n)) => *n += 1,
+                        None => types.push((gid_type, 1)),
+                    }
+                    gid_info.push(
+                        with(
+                            labels.clone(),
+                            &[
+                                ("index", &gid.index.to_string()),
+                                ("gid", &gid.gid),
+                                ("type", gid_type),
+                                ("netdev", gid.netdev.as_deref().unwrap_or_default()),
+                            ],
+                        ),
+                        1u64,
+                    );
+                }
+                for (gid_type, n) in types {
+                    gid_entries.push(with(labels.clone(), &[("type", gid_type)]), n);
+                }
+            }
+            if let Some(v) = port.netdev_mtu {
+                netdev_mtu.push(labels.clone(), v);
+            }
+            if let Some(v) = port.active_mtu {
+                active_mtu.push(labels.clone(), v);
+            }
+        }
+    }
+
+    let mut out = vec![
+        device_info,
+        device_errors,
+        device_hw,
+        device_lifespan,
+        port_info,
+        state,
+        phys_state,
+        rate,
+        width,
+        lid,
+        sm_lid,
+        active_mtu,
+        netdev_mtu,
+    ];
+    out.extend(named);
+    out.extend([
+        pma_other,
+        saturated,
+        port_hw,
+        port_lifespan,
+        gid_info,
+        gid_entries,
+    ]);
+    out
+}
+
+fn map_pma(
+    counter: &PmaCounter,
+    labels: &[(&'static str, String)],
+    named: &mut [Family],
+    other: &mut Family,
+) {
+    match PMA_FAMILIES.iter().find(|s| s.counter == counter.name) {
+        Some(spec) => {
+            let mut labels = labels.to_vec();
+            if let Some(direction) = spec.direction {
+                labels.push(("direction", direction.to_owned()));
+            }
+            let value = counter.value.saturating_mul(spec.multiplier);
+            if let Some(family) = named.iter_mut().find(|f| f.name == spec.family) {
+                family.push(labels, value);
+            }
+        }
+        None => other.push(
+            with(labels.to_vec(), &[("counter", &counter.name)]),
+            counter.value,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railscope_collectors::infiniband::{Device, Enumerated, Gid, PmaDir, Rate};
+
+    fn find<'a>(families: &'a [Family], name: &str) -> &'a Family {
+        families
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no family {name}"))
+    }
+
+    #[test]
+    fn maps_units_directions_and_saturation() {
+        let port = Port {
+            number: 1,
+            state: Some(Enumerated {
+                value: 4,
+                name: "ACTIVE".into(),
+            }),
+            rate: Some(Rate {
+                bits_per_second: 400_000_000_000,
+                width: 4,
+                speed: Some("NDR".into()),
+            }),
+            pma: vec![
+                PmaCounter {
+                    name: "port_rcv_data".into(),
+                    value: 10,
+                    bits: Some(64),
+                    dir: PmaDir::Counters,
+                },
+                PmaCounter {
+                    name: "link_downed".into(),
+                    value: 255,
+                    bits: Some(8),
+                    dir: PmaDir::Counters,
+                },
+                PmaCounter {
+                    name: "port_rcv_discards".into(),
+                    value: 3,
+                    bits: None,
+                    dir: PmaDir::Counters,
+                },
+            ],
+            gids: Some(vec![Gid {
+                index: 0,
+                gid: "fe80:0000:0000:0000:0000:0000:0000:0001".into(),
+                gid_type: Some("RoCE v2".into()),
+                netdev: Some("eth0".into()),
+            }]),
+            ..Port::default()
+        };
+        let snapshot = Snapshot {
+            devices: vec![Device {
+                name: "mlx5_0".into(),
+                ports: vec![port],
+                ..Device::default()
+            }],
+        };
+        let families = families(&snapshot);
+        let data = find(&families, "railscope_ib_port_data_bytes");
+        assert_eq!(data.samples[0].value, 40u64.into());
+        assert_eq!(data.samples[0].labels[2], ("direction", "rx".to_owned()));
+        assert_eq!(
+            find(&families, "railscope_ib_port_rate_bytes_per_second").samples[0].value,
+            50_000_000_000u64.into()
+        );
+        let sat = find(&families, "railscope_ib_port_counter_saturated");
+        let by_counter: Vec<_> = sat
+            .samples
+            .iter()
+            .map(|s| (s.labels[2].1.as_str(), s.value))
+            .collect();
+        assert_eq!(
+            by_counter,
+            [("port_rcv_data", 0u64.into()), ("link_downed", 1u64.into())]
+        );
+        assert_eq!(
+            find(&families, "railscope_ib_port_pma_counter").samples[0].labels[2],
+            ("counter", "port_rcv_discards".to_owned())
+        );
+        let entries: Vec<_> = find(&families, "railscope_ib_port_gid_entries")
+            .samples
+            .iter()
+            .map(|s| (s.labels[2].1.clone(), s.value))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("IB/RoCE v1".to_owned(), 0u64.into()),
+                ("RoCE v2".to_owned(), 1u64.into())
+            ]
+        );
+    }
+
+    #[test]
+    fn every_family_name_is_unique_and_counters_do_not_end_in_total() {
+        let families = families(&Snapshot::default());
+        let mut names: Vec<_> = families.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.ends_with("_total") && n.starts_with("railscope_"))
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! Maps a [`Collection`] to metric families: the agent's own metrics first, then each
+//! source's families in registry order. Mapping never touches the file system; the process
+//! statistics are read before and passed in.
+
+pub mod infiniband;
+
+use railscope_collectors::SourceData;
+
+use crate::build_info;
+use crate::exposition::Family;
+use crate::process::ProcessStats;
+use crate::scheduler::{Collection, Totals};
+
+/// Every family of one scrape.
+pub fn families(
+    collection: &Collection,
+    totals: &Totals,
+    process: Option<&ProcessStats>,
+) -> Vec<Family> {
+    let mut out = self_families(collection, totals);
+    if let Some(process) = process {
+        out.extend(process_families(process));
+    }
+    for outcome in &collection.outcomes {
+        match &outcome.data {
+            Some(SourceData::Infiniband(snapshot)) => out.extend(infiniband::families(snapshot)),
+            None => {}
+        }
+    }
+    out
+}
+
+fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
+    let mut build = Family::info(
+        "railscope_build",
+        "railscope's version and the source revision it was built from.",
+    );
+    build.push(
+        vec![
+            ("version", build_info::VERSION.to_owned()),
+            ("revision", build_info::REVISION.to_owned()),
+        ],
+        1u64,
+    );
+    let mut success = Family::gauge(
+        "railscope_collector_success",
+        "1 when the collector ran to completion within the scrape deadline in the last collection.",
+    );
+    let mut duration = Family::gauge(
+        "railscope_collector_duration_seconds",
+        "How long the collector ran in the last collection.",
+    );
+    let mut errors = Family::counter(
+        "railscope_collector_errors",
+        "Read, parse and deadline errors of the collector since start; each cost only its own series.",
+    );
+    let mut last_errors = Family::gauge(
+        "railscope_collector_last_errors",
+        "Errors the collector reported in the last collection.",
+    );
+    for outcome in &collection.outcomes {
+        let labels = vec![("collector", outcome.name.to_owned())];
+        success.push(labels.clone(), outcome.success);
+        duration.push(labels.clone(), outcome.duration.as_secs_f64());
+        last_errors.push(labels, outcome.errors as u64);
+    }
+    for (name, total) in &totals.errors {
+        errors.push(vec![("collector", (*name).to_owned())], *total);
+    }
+    let mut collections = Family::counter(
+        "railscope_collections",
+        "Collections run since start; concurrent scrapes share one collection.",
+    );
+    collections.push(vec![], totals.collections);
+    let mut requests = Family::counter(
+        "railscope_scrape_requests",
+        "Scrapes of the metrics endpoint since start, including those that shared a running collection.",
+    );
+    requests.push(vec![], totals.requests);
+    vec![
+        build,
+        success,
+        duration,
+        errors,
+        last_errors,
+        collections,
+        requests,
+    ]
+}
+
+fn process_families(p: &ProcessStats) -> Vec<Family> {
+    let mut cpu = Family::counter(
+        "process_cpu_seconds",
+        "Total user and system CPU time spent in seconds.",
+    );
+    cpu.push(vec![], p.cpu_seconds);
+    let mut rss = Family::gauge(
+        "process_resident_memory_bytes",
+        "Resident memory size in bytes.",
+    );
+    rss.push(vec![], p.resident_memory_bytes);
+    let mut vsz = Family::gauge(
+        "process_virtual_memory_bytes",
+        "Virtual memory size in bytes.",
+    );
+    vsz.push(vec![], p.virtual_memory_bytes);
+    let mut open = Family::gauge("process_open_fds", "Number of open file descriptors.");
+    open.push(vec![], p.open_fds);
+    let mut max = Family::gauge(
+        "process_max_fds",
+        "Maximum number of open file descriptors.",
+    );
+    if let Some(m) = p.max_fds {
+        max.push(vec![], m);
+    }
+    let mut start = Family::gauge(
+        "process_start_time_seconds",
+        "Start time of the process since unix epoch in seconds.",
+    );
+    start.push(vec![], p.start_time_seconds);
+    let mut threads = Family::gauge("process_threads", "Number of OS threads in the process.");
+    threads.push(vec![], p.threads);
+    vec![cpu, rss, vsz, open, max, start, threads]
+}

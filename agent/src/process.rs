@@ -1,0 +1,59 @@
+//! The agent's own process statistics, read from `/proc/self` through the `procfs` crate.
+//!
+//! These describe the agent, not the host, so they are always read from the agent's own
+//! `/proc/self`, not from `--path.procfs` (inside a container that is the host's procfs,
+//! where `self` may not resolve to this process).
+
+use procfs::WithCurrentSystemInfo;
+
+/// A snapshot of the agent's own resource use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessStats {
+    /// User plus system CPU time in seconds.
+    pub cpu_seconds: f64,
+    /// Resident set size in bytes.
+    pub resident_memory_bytes: u64,
+    /// Virtual memory size in bytes.
+    pub virtual_memory_bytes: u64,
+    /// Open file descriptors.
+    pub open_fds: u64,
+    /// The soft limit on open file descriptors, unless unlimited.
+    pub max_fds: Option<u64>,
+    /// Start time since the Unix epoch in seconds.
+    pub start_time_seconds: f64,
+    /// OS threads.
+    pub threads: u64,
+}
+
+/// Reads the agent's statistics.
+pub fn read() -> Result<ProcessStats, procfs::ProcError> {
+    let me = procfs::process::Process::myself()?;
+    let stat = me.stat()?;
+    let ticks = procfs::ticks_per_second() as f64;
+    let boot = procfs::boot_time_secs()? as f64;
+    let max_fds = match me.limits()?.max_open_files.soft_limit {
+        procfs::process::LimitValue::Value(v) => Some(v),
+        procfs::process::LimitValue::Unlimited => None,
+    };
+    Ok(ProcessStats {
+        cpu_seconds: (stat.utime + stat.stime) as f64 / ticks,
+        resident_memory_bytes: stat.rss_bytes().get(),
+        virtual_memory_bytes: stat.vsize,
+        open_fds: me.fd_count()? as u64,
+        max_fds,
+        start_time_seconds: boot + stat.starttime as f64 / ticks,
+        threads: u64::try_from(stat.num_threads).unwrap_or(0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_this_process() {
+        let stats = super::read().unwrap();
+        assert!(stats.resident_memory_bytes > 0);
+        assert!(stats.open_fds >= 3);
+        assert!(stats.threads >= 1);
+        assert!(stats.start_time_seconds > 1.0e9);
+    }
+}

@@ -1,0 +1,428 @@
+//! The scrape scheduler: runs every enabled source in parallel, each on a blocking thread
+//! under a deadline, and lets concurrent scrapes share one collection.
+//!
+//! * Deadline: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less an offset, capped by
+//!   `--scrape.timeout-max`. A source that misses it is reported failed for this scrape; its
+//!   thread is left to finish, and until it does the source is not started again, so a read
+//!   that hangs in the kernel costs one thread, not one per scrape.
+//! * Coalescing: a scrape that arrives while a collection is running waits for that one
+//!   instead of reading sysfs again.
+//! * Errors each source reports are counted per collector and each distinct one (path, kind,
+//!   errno) is logged once.
+
+use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
+use railscope_collectors::{CollectError, Source, SourceData};
+
+/// How many distinct errors are remembered for log-once; past this, errors are still counted
+/// but logged at debug level only.
+const LOGGED_ERRORS_CAP: usize = 10_000;
+
+/// What one source produced in one collection.
+#[derive(Debug, Clone)]
+pub struct SourceOutcome {
+    /// The source's name.
+    pub name: &'static str,
+    /// Whether the source ran to completion within the deadline.
+    pub success: bool,
+    /// How long it ran (up to the deadline when it missed it).
+    pub duration: Duration,
+    /// What it read.
+    pub data: Option<SourceData>,
+    /// Errors it reported in this collection.
+    pub errors: usize,
+}
+
+/// One collection: every enabled source's outcome, in registry order.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    /// The outcomes.
+    pub outcomes: Vec<SourceOutcome>,
+    /// The collection's sequence number (1 for the first).
+    pub sequence: u64,
+}
+
+/// Cumulative counters the scheduler keeps across collections.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    /// Errors per source, in registry order.
+    pub errors: Vec<(&'static str, u64)>,
+    /// Collections run.
+    pub collections: u64,
+    /// Collection requests (scrapes), including those that shared a running collection.
+    pub requests: u64,
+}
+
+/// What identifies an error for log-once: collector, path, kind and errno.
+type ErrorKey = (String, String, &'static str, Option<i32>);
+
+type SharedCollection = Shared<BoxFuture<'static, Arc<Collection>>>;
+
+struct SourceSlot {
+    source: Arc<dyn Source>,
+    /// Set while a blocking collection of this source runs.
+    running: Arc<AtomicBool>,
+    errors_total: AtomicU64,
+}
+
+/// Runs collections; cheap to share behind an `Arc`.
+pub struct Scheduler {
+    slots: Vec<SourceSlot>,
+    inflight: Mutex<Option<(u64, SharedCollection)>>,
+    sequence: AtomicU64,
+    requests: AtomicU64,
+    logged_errors: Mutex<HashSet<ErrorKey>>,
+    logged_absent: Mutex<HashSet<&'static str>>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field(
+                "sources",
+                &self
+                    .slots
+                    .iter()
+                    .map(|s| s.source.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// A scheduler over the enabled sources, in registry order.
+    pub fn new(sources: Vec<Box<dyn Source>>) -> Self {
+        Scheduler {
+            slots: sources
+                .into_iter()
+                .map(|source| SourceSlot {
+                    source: Arc::from(source),
+                    running: Arc::new(AtomicBool::new(false)),
+                    errors_total: AtomicU64::new(0),
+                })
+                .collect(),
+            inflight: Mutex::new(None),
+            sequence: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            logged_errors: Mutex::new(HashSet::new()),
+            logged_absent: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The names of the enabled sources.
+    pub fn source_names(&self) -> Vec<&'static str> {
+        self.slots.iter().map(|s| s.source.name()).collect()
+    }
+
+    /// The cumulative counters.
+    pub fn totals(&self) -> Totals {
+        Totals {
+            errors: self
+                .slots
+                .iter()
+                .map(|s| (s.source.name(), s.errors_total.load(Ordering::Relaxed)))
+                .collect(),
+            collections: self.sequence.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Returns a collection that started no earlier than this call, sharing one that is
+    /// already running. `timeout` bounds each source of a collection this call starts.
+    pub async fn collect(self: &Arc<Self>, timeout: Duration) -> Arc<Collection> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let shared = {
+            let mut inflight = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
+            match inflight.as_ref() {
+                Some((_, shared)) => shared.clone(),
+                None => {
+                    let sequence = self.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+                    let this = Arc::clone(self);
+                    let task = tokio::spawn(async move {
+                        let collection = Arc::new(this.run(sequence, timeout).await);
+                        let mut inflight = this.inflight.lock().unwrap_or_else(|e| e.into_inner());
+                        if inflight.as_ref().is_some_and(|(seq, _)| *seq == sequence) {
+                            *inflight = None;
+                        }
+                        collection
+                    });
+                    let names = self.source_names();
+                    let shared = async move {
+                        task.await.unwrap_or_else(|_| {
+                            // The collection task itself failed; report every source failed.
+                            Arc::new(Collection {
+                                outcomes: names
+                                    .into_iter()
+                                    .map(|name| SourceOutcome {
+                                        name,
+                                        success: false,
+                                        duration: Duration::ZERO,
+                                        data: None,
+                                        errors: 0,
+                                    })
+                                    .collect(),
+                                sequence,
+                            })
+                        })
+                    }
+                    .boxed()
+                    .shared();
+                    *inflight = Some((sequence, shared.clone()));
+                    shared
+                }
+            }
+        };
+        shared.await
+    }
+
+    async fn run(self: &Arc<Self>, sequence: u64, timeout: Duration) -> Collection {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let runs = (0..self.slots.len()).map(|i| self.run_source(i, deadline));
+        let outcomes = futures_util::future::join_all(runs).await;
+        Collection { outcomes, sequence }
+    }
+
+    async fn run_source(
+        self: &Arc<Self>,
+        index: usize,
+        deadline: tokio::time::Instant,
+    ) -> SourceOutcome {
+        let slot = &self.slots[index];
+        let name = slot.source.name();
+        let start = Instant::now();
+        let failed = |duration| SourceOutcome {
+            name,
+            success: false,
+            duration,
+            data: None,
+            errors: 0,
+        };
+        if slot.running.swap(true, Ordering::AcqRel) {
+            slot.errors_total.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                collector = name,
+                "Skipping collection: the previous one has not returned yet."
+            );
+            return failed(Duration::ZERO);
+        }
+        let source = Arc::clone(&slot.source);
+        let running = Arc::clone(&slot.running);
+        let handle = tokio::task::spawn_blocking(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| source.collect()));
+            running.store(false, Ordering::Release);
+            result
+        });
+        match tokio::time::timeout_at(deadline, handle).await {
+            Ok(Ok(Ok(report))) => {
+                let duration = start.elapsed();
+                if let Some(reason) = &report.absent {
+                    self.log_absent(name, reason);
+                }
+                let errors = report.errors.len();
+                slot.errors_total
+                    .fetch_add(errors as u64, Ordering::Relaxed);
+                for error in &report.errors {
+                    self.log_error(name, error);
+                }
+                SourceOutcome {
+                    name,
+                    success: report.data.is_some(),
+                    duration,
+                    data: report.data,
+                    errors,
+                }
+            }
+            Ok(Ok(Err(_))) | Ok(Err(_)) => {
+                slot.errors_total.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    collector = name,
+                    "Collector panicked; its series are missing from this scrape."
+                );
+                failed(start.elapsed())
+            }
+            Err(_elapsed) => {
+                slot.errors_total.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    collector = name,
+                    timeout_seconds = start.elapsed().as_secs_f64(),
+                    "Collector missed the scrape deadline; its series are missing from this scrape."
+                );
+                failed(start.elapsed())
+            }
+        }
+    }
+
+    fn log_absent(&self, name: &'static str, reason: &str) {
+        let mut logged = self.logged_absent.lock().unwrap_or_else(|e| e.into_inner());
+        if logged.insert(name) {
+            tracing::info!(
+                collector = name,
+                reason,
+                "Subsystem not present; the collector reports nothing."
+            );
+        }
+    }
+
+    fn log_error(&self, name: &'static str, error: &CollectError) {
+        let key = (
+            name.to_owned(),
+            error.path.display().to_string(),
+            error.kind.as_str(),
+            error.errno,
+        );
+        let first = {
+            let mut logged = self.logged_errors.lock().unwrap_or_else(|e| e.into_inner());
+            logged.len() < LOGGED_ERRORS_CAP && logged.insert(key)
+        };
+        let errno = error.errno_name().unwrap_or_default();
+        let device = error.device.as_deref().unwrap_or_default();
+        let path = error.path.display().to_string();
+        if first {
+            tracing::warn!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
+        } else {
+            tracing::debug!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
+        }
+    }
+}
+
+/// The per-source deadline of a scrape: the scraper's timeout less `offset` (half the
+/// timeout when the offset would eat it all), capped at `max`.
+pub fn scrape_timeout(header: Option<&str>, offset: Duration, max: Duration) -> Duration {
+    let Some(seconds) = header
+        .and_then(|h| h.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+    else {
+        return max;
+    };
+    let scraper = Duration::from_secs_f64(seconds.min(86_400.0));
+    let budget = if scraper > offset {
+        scraper - offset
+    } else {
+        scraper / 2
+    };
+    budget.min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railscope_collectors::SourceReport;
+    use std::sync::atomic::AtomicUsize;
+
+    #[derive(Debug)]
+    struct Slow {
+        calls: Arc<AtomicUsize>,
+        sleep: Duration,
+    }
+
+    impl Source for Slow {
+        fn name(&self) -> &'static str {
+            "slow"
+        }
+        fn collect(&self) -> SourceReport {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(self.sleep);
+            SourceReport {
+                data: Some(SourceData::Infiniband(Default::default())),
+                errors: Vec::new(),
+                absent: None,
+            }
+        }
+    }
+
+    #[derive(Debug)]
+    struct Panics;
+
+    impl Source for Panics {
+        fn name(&self) -> &'static str {
+            "panics"
+        }
+        fn collect(&self) -> SourceReport {
+            panic!("a source bug")
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_scrapes_share_one_collection() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let scheduler = Arc::new(Scheduler::new(vec![Box::new(Slow {
+            calls: calls.clone(),
+            sleep: Duration::from_millis(200),
+        })]));
+        let scrapes = (0..20).map(|_| {
+            let s = Arc::clone(&scheduler);
+            tokio::spawn(async move { s.collect(Duration::from_secs(5)).await.sequence })
+        });
+        let sequences: Vec<u64> = futures_util::future::join_all(scrapes)
+            .await
+            .into_iter()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert!(sequences.iter().all(|&s| s == 1));
+        assert_eq!(scheduler.totals().requests, 20);
+        // The next scrape starts a new collection.
+        assert_eq!(scheduler.collect(Duration::from_secs(5)).await.sequence, 2);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hung_source_misses_the_deadline_and_is_not_restarted_while_stuck() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let scheduler = Arc::new(Scheduler::new(vec![
+            Box::new(Slow {
+                calls: calls.clone(),
+                sleep: Duration::from_millis(1500),
+            }),
+            Box::new(Panics),
+        ]));
+        let start = Instant::now();
+        let first = scheduler.collect(Duration::from_millis(200)).await;
+        assert!(
+            start.elapsed() < Duration::from_millis(1200),
+            "the scrape waited for the hung source"
+        );
+        assert!(!first.outcomes[0].success);
+        assert!(
+            !first.outcomes[1].success,
+            "a panicking source is reported failed"
+        );
+        let second = scheduler.collect(Duration::from_millis(200)).await;
+        assert!(!second.outcomes[0].success);
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "a stuck source must not pile up threads"
+        );
+        assert_eq!(scheduler.totals().errors, vec![("slow", 2), ("panics", 2)]);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let third = scheduler.collect(Duration::from_secs(5)).await;
+        assert!(third.outcomes[0].success);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn timeout_from_the_scrapers_header() {
+        let offset = Duration::from_millis(500);
+        let max = Duration::from_secs(10);
+        assert_eq!(scrape_timeout(None, offset, max), max);
+        assert_eq!(
+            scrape_timeout(Some("4"), offset, max),
+            Duration::from_millis(3500)
+        );
+        assert_eq!(scrape_timeout(Some("30"), offset, max), max);
+        assert_eq!(
+            scrape_timeout(Some("0.4"), offset, max),
+            Duration::from_millis(200)
+        );
+        assert_eq!(scrape_timeout(Some("junk"), offset, max), max);
+        assert_eq!(scrape_timeout(Some("-3"), offset, max), max);
+    }
+}
