@@ -571,6 +571,17 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_file_is_valid() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/railscope.yml");
+        let c = run(&["--config.file", path]).unwrap();
+        assert_eq!(c.listen_address, ":9477");
+        assert_eq!(c.scrape_timeout_offset, Duration::from_millis(500));
+        assert_eq!(c.collectors[0].options["device-exclude"], "^(mlx5_bond_.*)$");
+        let scheduler = crate::build_scheduler(&c).unwrap();
+        assert_eq!(scheduler.source_names(), ["infiniband"]);
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));

@@ -1,1 +1,346 @@
-//! x
+//! Helpers for railscope's end-to-end tests: find and start the real `railscope` binary
+//! against a fixture tree, talk HTTP to it, parse and normalize its exposition, and run
+//! `promtool`.
+//!
+//! The binary is `$RAILSCOPE_BIN` when set (to test an installed package), else the one Cargo
+//! built next to the test executable (`target/<profile>/railscope`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The fixture trees' directory.
+pub fn fixtures() -> PathBuf {
+    workspace().join("tests/fixtures")
+}
+
+/// The names of every fixture tree (directories with a `sys/`).
+pub fn fixture_trees() -> Vec<String> {
+    let mut trees: Vec<String> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("sys").is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    trees.sort();
+    assert!(!trees.is_empty(), "no fixture trees under {}", fixtures().display());
+    trees
+}
+
+/// The railscope binary under test.
+pub fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("RAILSCOPE_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test> → target/<profile>/railscope
+    let bin = exe.parent().unwrap().parent().unwrap().join("railscope");
+    assert!(
+        bin.is_file(),
+        "{} does not exist: build it first with `cargo build -p railscope` (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running agent; killed when dropped.
+pub struct Agent {
+    /// The child process.
+    pub child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Agent {
+    /// Starts the agent on a free port with `args` and waits until `/-/ready` answers 200.
+    pub fn start(args: &[&str]) -> Agent {
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("agent.log");
+        let listen = format!("127.0.0.1:{port}");
+        let child = Command::new(binary())
+            .arg("--web.listen-address")
+            .arg(&listen)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut agent = Agent { child, addr: listen.parse().unwrap(), log, _dir: dir };
+        agent.wait_ready();
+        agent
+    }
+
+    /// Starts the agent against a fixture tree.
+    pub fn fixture(tree: &str, extra: &[&str]) -> Agent {
+        let sys = fixtures().join(tree).join("sys");
+        let mut args = vec!["--path.sysfs", sys.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Agent::start(&args)
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("railscope exited with {status}:\n{}", self.log());
+            }
+            if let Ok(resp) = get(self.addr, "/-/ready", &[]) {
+                if resp.status == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("railscope did not become ready:\n{}", self.log());
+    }
+
+    /// What the agent logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// GETs `path`.
+    pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> Response {
+        get(self.addr, path, headers).unwrap()
+    }
+
+    /// Scrapes `/metrics` in the Prometheus text format.
+    pub fn scrape(&self) -> String {
+        let resp = self.get("/metrics", &[]);
+        assert_eq!(resp.status, 200);
+        resp.text()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "railscope ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lower-cased.
+    pub headers: BTreeMap<String, String>,
+    /// The body (de-chunked, not decompressed).
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as UTF-8.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+/// A minimal HTTP/1.1 client (one request per connection).
+pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Response> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes())?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| std::io::Error::other("no header end"))?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut body = raw[split + 4..].to_vec();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other("bad status line"))?;
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    if headers.get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        body = dechunk(&body);
+    }
+    Ok(Response { status, headers, body })
+}
+
+/// GETs `path`.
+pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Response> {
+    request(addr, "GET", path, headers)
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") else { break };
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap_or(0);
+        data = &data[line_end + 2..];
+        if size == 0 || data.len() < size {
+            break;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[size + 2..];
+    }
+    out
+}
+
+/// One parsed sample of a text exposition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The sample name.
+    pub name: String,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Its value.
+    pub value: f64,
+}
+
+/// Parses the samples of a Prometheus text exposition (enough of the format for the tests:
+/// the agent's own output).
+pub fn parse_samples(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let value = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap(),
+        };
+        let (name, labels) = match series.split_once('{') {
+            None => (series.to_owned(), BTreeMap::new()),
+            Some((name, rest)) => (name.to_owned(), parse_labels(rest.strip_suffix('}').unwrap())),
+        };
+        out.push(Sample { name, labels, value });
+    }
+    out
+}
+
+fn parse_labels(mut text: &str) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    while !text.is_empty() {
+        let (name, rest) = text.split_once("=\"").unwrap();
+        let mut value = String::new();
+        let mut chars = rest.char_indices();
+        let mut end = rest.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next().map(|(_, c)| c) {
+                    Some('n') => value.push('\n'),
+                    Some(c) => value.push(c),
+                    None => {}
+                },
+                '"' => {
+                    end = i;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        labels.insert(name.to_owned(), value);
+        text = rest[end + 1..].trim_start_matches(',');
+    }
+    labels
+}
+
+/// Finds samples by name and a subset of labels.
+pub fn find<'a>(samples: &'a [Sample], name: &str, labels: &[(&str, &str)]) -> Vec<&'a Sample> {
+    samples
+        .iter()
+        .filter(|s| s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v)))
+        .collect()
+}
+
+/// The value of the one sample matching name and labels.
+pub fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let found = find(samples, name, labels);
+    assert_eq!(found.len(), 1, "expected one {name}{labels:?}, found {found:?}");
+    found[0].value
+}
+
+/// Families whose values change from run to run, left out of golden files.
+pub const VOLATILE_FAMILIES: &[&str] = &[
+    "railscope_build_info",
+    "railscope_collector_duration_seconds",
+    "railscope_collections_total",
+    "railscope_scrape_requests_total",
+    "process_",
+];
+
+/// Removes the volatile families (samples and their HELP/TYPE lines).
+pub fn normalize(text: &str) -> String {
+    let volatile = |name: &str| VOLATILE_FAMILIES.iter().any(|v| name == *v || (v.ends_with('_') && name.starts_with(v)));
+    let mut out = String::new();
+    for line in text.lines() {
+        let name = if let Some(rest) = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")) {
+            rest.split(' ').next().unwrap_or_default()
+        } else {
+            line.split(['{', ' ']).next().unwrap_or_default()
+        };
+        if !volatile(name) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Runs `promtool check metrics` on `text`; panics with its output on failure or when
+/// promtool is missing (a missing tool is a failure, never a skip).
+pub fn promtool_check_metrics(text: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run promtool ({e}); install the Debian package `prometheus`"));
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && report.trim().is_empty(), "promtool check metrics failed:\n{report}");
+}
