@@ -68,7 +68,7 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
         assert_eq!(value(samples, "railscope_ib_device_info", &[("device", dev)]), 1.0, "{tree}/{dev}");
         for counter in files(&dev_dir.join("hw_counters")).iter().filter(|c| *c != "lifespan") {
             let text = read(&dev_dir.join("hw_counters").join(counter)).unwrap();
-            let found = find(samples, "railscope_rdma_device_hw_counter_total", &[("device", dev), ("counter", counter)]);
+            let found = find(samples, "railscope_rdma_device_hw_stat_total", &[("device", dev), ("counter", counter)]);
             match text.parse::<u64>() {
                 Ok(v) => {
                     assert_eq!(found.len(), 1, "{tree}/{dev} device hw_counter {counter}");
@@ -114,7 +114,7 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
                         }
                         find(samples, family, &l)
                     }
-                    None => find(samples, "railscope_ib_port_pma_counter_total", &[labels[0], labels[1], ("counter", counter.as_str())]),
+                    None => find(samples, "railscope_ib_port_pma_other_total", &[labels[0], labels[1], ("counter", counter.as_str())]),
                 };
                 match expected {
                     Some(v) => {
@@ -128,7 +128,7 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
             }
             for counter in files(&port_dir.join("hw_counters")).iter().filter(|c| *c != "lifespan") {
                 let text = read(&port_dir.join("hw_counters").join(counter)).unwrap();
-                let found = find(samples, "railscope_rdma_port_hw_counter_total", &[labels[0], labels[1], ("counter", counter)]);
+                let found = find(samples, "railscope_rdma_port_hw_stat_total", &[labels[0], labels[1], ("counter", counter)]);
                 match text.parse::<u64>() {
                     Ok(v) => {
                         assert_eq!(found.len(), 1, "{at} hw_counters/{counter}");

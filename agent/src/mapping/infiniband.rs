@@ -1,7 +1,7 @@
 //! Maps the `infiniband` source's snapshot to metric families.
 //!
 //! Names: `railscope_ib_device_*` and `railscope_ib_port_*` for what the InfiniBand core
-//! exposes for every RDMA device, `railscope_rdma_*_hw_counter_total{counter}` for driver
+//! exposes for every RDMA device, `railscope_rdma_*_hw_stat_total{counter}` for driver
 //! counters, whose names differ by driver and are passed through untouched. Descriptive
 //! strings sit on `*_info` series. Values are converted to base units: PMA data counters
 //! count 4-byte words (×4), rates are bytes per second, `lifespan` is seconds.
@@ -204,11 +204,11 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         "Files of this RDMA device that failed to read or parse in the last collection.",
     );
     let mut device_hw = Family::counter(
-        "railscope_rdma_device_hw_counter",
+        "railscope_rdma_device_hw_stat",
         "Device-level driver counter from <device>/hw_counters, named as the driver names it.",
     );
     let mut device_lifespan = Family::gauge(
-        "railscope_rdma_device_hw_counters_lifespan_seconds",
+        "railscope_rdma_device_hw_stats_lifespan_seconds",
         "How long the kernel caches device-level hw_counters values (hw_counters/lifespan).",
     );
     let mut port_info = Family::info(
@@ -243,19 +243,19 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         }
     }
     let mut pma_other = Family::counter(
-        "railscope_ib_port_pma_counter",
+        "railscope_ib_port_pma_other",
         "A counters/ file the kernel or OFED provides beyond the standard PMA set, raw value.",
     );
     let mut saturated = Family::gauge(
-        "railscope_ib_port_counter_saturated",
+        "railscope_ib_port_pma_saturated",
         "1 when a PMA counter of known width sits at its maximum: it saturates instead of wrapping and can no longer count.",
     );
     let mut port_hw = Family::counter(
-        "railscope_rdma_port_hw_counter",
+        "railscope_rdma_port_hw_stat",
         "Port-level driver counter from ports/<N>/hw_counters, named as the driver names it.",
     );
     let mut port_lifespan = Family::gauge(
-        "railscope_rdma_port_hw_counters_lifespan_seconds",
+        "railscope_rdma_port_hw_stats_lifespan_seconds",
         "How long the kernel caches port-level hw_counters values (hw_counters/lifespan).",
     );
     let mut gid_info = Family::info(
@@ -537,7 +537,7 @@ mod tests {
             find(&families, "railscope_ib_port_rate_bytes_per_second").samples[0].value,
             50_000_000_000u64.into()
         );
-        let sat = find(&families, "railscope_ib_port_counter_saturated");
+        let sat = find(&families, "railscope_ib_port_pma_saturated");
         let by_counter: Vec<_> = sat
             .samples
             .iter()
@@ -548,7 +548,7 @@ mod tests {
             [("port_rcv_data", 0u64.into()), ("link_downed", 1u64.into())]
         );
         assert_eq!(
-            find(&families, "railscope_ib_port_pma_counter").samples[0].labels[2],
+            find(&families, "railscope_ib_port_pma_other").samples[0].labels[2],
             ("counter", "port_rcv_discards".to_owned())
         );
         let entries: Vec<_> = find(&families, "railscope_ib_port_gid_entries")
