@@ -576,7 +576,10 @@ mod tests {
         let c = run(&["--config.file", path]).unwrap();
         assert_eq!(c.listen_address, ":9477");
         assert_eq!(c.scrape_timeout_offset, Duration::from_millis(500));
-        assert_eq!(c.collectors[0].options["device-exclude"], "^(mlx5_bond_.*)$");
+        assert_eq!(
+            c.collectors[0].options["device-exclude"],
+            "^(mlx5_bond_.*)$"
+        );
         let scheduler = crate::build_scheduler(&c).unwrap();
         assert_eq!(scheduler.source_names(), ["infiniband"]);
     }

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The fixture trees' directory.
@@ -33,7 +36,11 @@ pub fn fixture_trees() -> Vec<String> {
         .map(|e| e.file_name().into_string().unwrap())
         .collect();
     trees.sort();
-    assert!(!trees.is_empty(), "no fixture trees under {}", fixtures().display());
+    assert!(
+        !trees.is_empty(),
+        "no fixture trees under {}",
+        fixtures().display()
+    );
     trees
 }
 
@@ -55,7 +62,11 @@ pub fn binary() -> PathBuf {
 
 /// A free loopback port.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running agent; killed when dropped.
@@ -83,7 +94,12 @@ impl Agent {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let mut agent = Agent { child, addr: listen.parse().unwrap(), log, _dir: dir };
+        let mut agent = Agent {
+            child,
+            addr: listen.parse().unwrap(),
+            log,
+            _dir: dir,
+        };
         agent.wait_ready();
         agent
     }
@@ -102,10 +118,8 @@ impl Agent {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("railscope exited with {status}:\n{}", self.log());
             }
-            if let Ok(resp) = get(self.addr, "/-/ready", &[]) {
-                if resp.status == 200 {
-                    return;
-                }
+            if get(self.addr, "/-/ready", &[]).is_ok_and(|resp| resp.status == 200) {
+                return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -178,7 +192,12 @@ impl Response {
 }
 
 /// A minimal HTTP/1.1 client (one request per connection).
-pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Response> {
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -189,7 +208,10 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
     stream.write_all(req.as_bytes())?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| std::io::Error::other("no header end"))?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("no header end"))?;
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     let mut body = raw[split + 4..].to_vec();
     let mut lines = head.split("\r\n");
@@ -202,10 +224,17 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
-    if headers.get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+    if headers
+        .get("transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
+    {
         body = dechunk(&body);
     }
-    Ok(Response { status, headers, body })
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// GETs `path`.
@@ -215,16 +244,16 @@ pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> std::io::R
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") else { break };
+    while let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") {
         let size_text = String::from_utf8_lossy(&data[..line_end]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap_or(0);
+        let size =
+            usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap_or(0);
         data = &data[line_end + 2..];
         if size == 0 || data.len() < size {
             break;
         }
         out.extend_from_slice(&data[..size]);
-        data = &data[size + 2..];
+        data = &data[(size + 2).min(data.len())..];
     }
     out
 }
@@ -244,7 +273,10 @@ pub struct Sample {
 /// the agent's own output).
 pub fn parse_samples(text: &str) -> Vec<Sample> {
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let (series, value) = line.rsplit_once(' ').unwrap();
         let value = match value {
             "+Inf" => f64::INFINITY,
@@ -253,9 +285,16 @@ pub fn parse_samples(text: &str) -> Vec<Sample> {
         };
         let (name, labels) = match series.split_once('{') {
             None => (series.to_owned(), BTreeMap::new()),
-            Some((name, rest)) => (name.to_owned(), parse_labels(rest.strip_suffix('}').unwrap())),
+            Some((name, rest)) => (
+                name.to_owned(),
+                parse_labels(rest.strip_suffix('}').unwrap()),
+            ),
         };
-        out.push(Sample { name, labels, value });
+        out.push(Sample {
+            name,
+            labels,
+            value,
+        });
     }
     out
 }
@@ -291,14 +330,23 @@ fn parse_labels(mut text: &str) -> BTreeMap<String, String> {
 pub fn find<'a>(samples: &'a [Sample], name: &str, labels: &[(&str, &str)]) -> Vec<&'a Sample> {
     samples
         .iter()
-        .filter(|s| s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v)))
+        .filter(|s| {
+            s.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+        })
         .collect()
 }
 
 /// The value of the one sample matching name and labels.
 pub fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
     let found = find(samples, name, labels);
-    assert_eq!(found.len(), 1, "expected one {name}{labels:?}, found {found:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one {name}{labels:?}, found {found:?}"
+    );
     found[0].value
 }
 
@@ -313,10 +361,17 @@ pub const VOLATILE_FAMILIES: &[&str] = &[
 
 /// Removes the volatile families (samples and their HELP/TYPE lines).
 pub fn normalize(text: &str) -> String {
-    let volatile = |name: &str| VOLATILE_FAMILIES.iter().any(|v| name == *v || (v.ends_with('_') && name.starts_with(v)));
+    let volatile = |name: &str| {
+        VOLATILE_FAMILIES
+            .iter()
+            .any(|v| name == *v || (v.ends_with('_') && name.starts_with(v)))
+    };
     let mut out = String::new();
     for line in text.lines() {
-        let name = if let Some(rest) = line.strip_prefix("# HELP ").or_else(|| line.strip_prefix("# TYPE ")) {
+        let name = if let Some(rest) = line
+            .strip_prefix("# HELP ")
+            .or_else(|| line.strip_prefix("# TYPE "))
+        {
             rest.split(' ').next().unwrap_or_default()
         } else {
             line.split(['{', ' ']).next().unwrap_or_default()
@@ -338,9 +393,23 @@ pub fn promtool_check_metrics(text: &str) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run promtool ({e}); install the Debian package `prometheus`"));
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        .unwrap_or_else(|e| {
+            panic!("cannot run promtool ({e}); install the Debian package `prometheus`")
+        });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && report.trim().is_empty(), "promtool check metrics failed:\n{report}");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && report.trim().is_empty(),
+        "promtool check metrics failed:\n{report}"
+    );
 }

@@ -24,13 +24,37 @@ fn pma_family(file: &str) -> Option<(&'static str, Option<&'static str>, f64)> {
         "link_error_recovery" => ("railscope_ib_port_link_error_recovery_total", None, 1.0),
         "link_downed" => ("railscope_ib_port_link_downed_total", None, 1.0),
         "port_rcv_errors" => ("railscope_ib_port_receive_errors_total", None, 1.0),
-        "port_rcv_remote_physical_errors" => ("railscope_ib_port_receive_remote_physical_errors_total", None, 1.0),
-        "port_rcv_switch_relay_errors" => ("railscope_ib_port_receive_switch_relay_errors_total", None, 1.0),
+        "port_rcv_remote_physical_errors" => (
+            "railscope_ib_port_receive_remote_physical_errors_total",
+            None,
+            1.0,
+        ),
+        "port_rcv_switch_relay_errors" => (
+            "railscope_ib_port_receive_switch_relay_errors_total",
+            None,
+            1.0,
+        ),
         "port_xmit_discards" => ("railscope_ib_port_transmit_discards_total", None, 1.0),
-        "port_xmit_constraint_errors" => ("railscope_ib_port_transmit_constraint_errors_total", None, 1.0),
-        "port_rcv_constraint_errors" => ("railscope_ib_port_receive_constraint_errors_total", None, 1.0),
-        "local_link_integrity_errors" => ("railscope_ib_port_local_link_integrity_errors_total", None, 1.0),
-        "excessive_buffer_overrun_errors" => ("railscope_ib_port_excessive_buffer_overrun_errors_total", None, 1.0),
+        "port_xmit_constraint_errors" => (
+            "railscope_ib_port_transmit_constraint_errors_total",
+            None,
+            1.0,
+        ),
+        "port_rcv_constraint_errors" => (
+            "railscope_ib_port_receive_constraint_errors_total",
+            None,
+            1.0,
+        ),
+        "local_link_integrity_errors" => (
+            "railscope_ib_port_local_link_integrity_errors_total",
+            None,
+            1.0,
+        ),
+        "excessive_buffer_overrun_errors" => (
+            "railscope_ib_port_excessive_buffer_overrun_errors_total",
+            None,
+            1.0,
+        ),
         "VL15_dropped" => ("railscope_ib_port_vl15_dropped_total", None, 1.0),
         "port_xmit_wait" => ("railscope_ib_port_transmit_wait_total", None, 1.0),
         _ => return None,
@@ -38,11 +62,15 @@ fn pma_family(file: &str) -> Option<(&'static str, Option<&'static str>, f64)> {
 }
 
 fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim_end_matches('\n').to_owned())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim_end_matches('\n').to_owned())
 }
 
 fn files(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_file())
@@ -53,8 +81,13 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 fn dirs(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut names: Vec<String> = entries.filter_map(|e| e.ok()).map(|e| e.file_name().into_string().unwrap()).collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
     names.sort();
     names
 }
@@ -65,16 +98,33 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
     for device in dirs(&class) {
         let dev_dir = class.join(&device);
         let dev = device.as_str();
-        assert_eq!(value(samples, "railscope_ib_device_info", &[("device", dev)]), 1.0, "{tree}/{dev}");
-        for counter in files(&dev_dir.join("hw_counters")).iter().filter(|c| *c != "lifespan") {
+        assert_eq!(
+            value(samples, "railscope_ib_device_info", &[("device", dev)]),
+            1.0,
+            "{tree}/{dev}"
+        );
+        for counter in files(&dev_dir.join("hw_counters"))
+            .iter()
+            .filter(|c| *c != "lifespan")
+        {
             let text = read(&dev_dir.join("hw_counters").join(counter)).unwrap();
-            let found = find(samples, "railscope_rdma_device_hw_stat_total", &[("device", dev), ("counter", counter)]);
+            let found = find(
+                samples,
+                "railscope_rdma_device_hw_stat_total",
+                &[("device", dev), ("counter", counter)],
+            );
             match text.parse::<u64>() {
                 Ok(v) => {
                     assert_eq!(found.len(), 1, "{tree}/{dev} device hw_counter {counter}");
-                    assert_eq!(found[0].value, v as f64, "{tree}/{dev} device hw_counter {counter}");
+                    assert_eq!(
+                        found[0].value, v as f64,
+                        "{tree}/{dev} device hw_counter {counter}"
+                    );
                 }
-                Err(_) => assert!(found.is_empty(), "{tree}/{dev}: unparseable {counter} exported"),
+                Err(_) => assert!(
+                    found.is_empty(),
+                    "{tree}/{dev}: unparseable {counter} exported"
+                ),
             }
             checked += 1;
         }
@@ -82,24 +132,55 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
             let port_dir = dev_dir.join("ports").join(&port);
             let labels = [("device", dev), ("port", port.as_str())];
             let at = format!("{tree}/{dev}/{port}");
-            assert_eq!(value(samples, "railscope_ib_port_info", &labels), 1.0, "{at}");
+            assert_eq!(
+                value(samples, "railscope_ib_port_info", &labels),
+                1.0,
+                "{at}"
+            );
             if let Some(state) = read(&port_dir.join("state")) {
                 let n: f64 = state.split(':').next().unwrap().parse().unwrap();
-                assert_eq!(value(samples, "railscope_ib_port_state", &labels), n, "{at} state");
+                assert_eq!(
+                    value(samples, "railscope_ib_port_state", &labels),
+                    n,
+                    "{at} state"
+                );
                 checked += 1;
             }
             if let Some(phys) = read(&port_dir.join("phys_state")) {
                 let n: f64 = phys.split(':').next().unwrap().parse().unwrap();
-                assert_eq!(value(samples, "railscope_ib_port_phys_state", &labels), n, "{at} phys_state");
+                assert_eq!(
+                    value(samples, "railscope_ib_port_phys_state", &labels),
+                    n,
+                    "{at} phys_state"
+                );
             }
             match read(&port_dir.join("rate")) {
                 Some(rate) => {
                     let gbps: f64 = rate.split(' ').next().unwrap().parse().unwrap();
-                    let width: f64 = rate.split('(').nth(1).unwrap().split('X').next().unwrap().parse().unwrap();
-                    assert_eq!(value(samples, "railscope_ib_port_rate_bytes_per_second", &labels), gbps * 1e9 / 8.0, "{at} rate");
-                    assert_eq!(value(samples, "railscope_ib_port_link_width_lanes", &labels), width, "{at} width");
+                    let width: f64 = rate
+                        .split('(')
+                        .nth(1)
+                        .unwrap()
+                        .split('X')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    assert_eq!(
+                        value(samples, "railscope_ib_port_rate_bytes_per_second", &labels),
+                        gbps * 1e9 / 8.0,
+                        "{at} rate"
+                    );
+                    assert_eq!(
+                        value(samples, "railscope_ib_port_link_width_lanes", &labels),
+                        width,
+                        "{at} width"
+                    );
                 }
-                None => assert!(find(samples, "railscope_ib_port_rate_bytes_per_second", &labels).is_empty(), "{at}: unreadable rate exported"),
+                None => assert!(
+                    find(samples, "railscope_ib_port_rate_bytes_per_second", &labels).is_empty(),
+                    "{at}: unreadable rate exported"
+                ),
             }
             let ext_dir = port_dir.join("counters_ext");
             for counter in files(&port_dir.join("counters")) {
@@ -114,7 +195,11 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
                         }
                         find(samples, family, &l)
                     }
-                    None => find(samples, "railscope_ib_port_pma_other_total", &[labels[0], labels[1], ("counter", counter.as_str())]),
+                    None => find(
+                        samples,
+                        "railscope_ib_port_pma_other_total",
+                        &[labels[0], labels[1], ("counter", counter.as_str())],
+                    ),
                 };
                 match expected {
                     Some(v) => {
@@ -122,19 +207,32 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
                         assert_eq!(found.len(), 1, "{at} counters/{counter}");
                         assert_eq!(found[0].value, v as f64 * mult, "{at} counters/{counter}");
                     }
-                    None => assert!(found.is_empty(), "{at}: unparseable counters/{counter} exported as {found:?}"),
+                    None => assert!(
+                        found.is_empty(),
+                        "{at}: unparseable counters/{counter} exported as {found:?}"
+                    ),
                 }
                 checked += 1;
             }
-            for counter in files(&port_dir.join("hw_counters")).iter().filter(|c| *c != "lifespan") {
+            for counter in files(&port_dir.join("hw_counters"))
+                .iter()
+                .filter(|c| *c != "lifespan")
+            {
                 let text = read(&port_dir.join("hw_counters").join(counter)).unwrap();
-                let found = find(samples, "railscope_rdma_port_hw_stat_total", &[labels[0], labels[1], ("counter", counter)]);
+                let found = find(
+                    samples,
+                    "railscope_rdma_port_hw_stat_total",
+                    &[labels[0], labels[1], ("counter", counter)],
+                );
                 match text.parse::<u64>() {
                     Ok(v) => {
                         assert_eq!(found.len(), 1, "{at} hw_counters/{counter}");
                         assert_eq!(found[0].value, v as f64, "{at} hw_counters/{counter}");
                     }
-                    Err(_) => assert!(found.is_empty(), "{at}: unparseable hw_counters/{counter} exported"),
+                    Err(_) => assert!(
+                        found.is_empty(),
+                        "{at}: unparseable hw_counters/{counter} exported"
+                    ),
                 }
                 checked += 1;
             }
@@ -142,16 +240,32 @@ fn check_tree(tree: &str, samples: &[Sample]) -> usize {
             if gids_dir.is_dir() {
                 let non_zero: Vec<String> = files(&gids_dir)
                     .into_iter()
-                    .filter(|i| read(&gids_dir.join(i)).unwrap() != "0000:0000:0000:0000:0000:0000:0000:0000")
+                    .filter(|i| {
+                        read(&gids_dir.join(i)).unwrap()
+                            != "0000:0000:0000:0000:0000:0000:0000:0000"
+                    })
                     .collect();
                 let exported = find(samples, "railscope_ib_port_gid_info", &labels);
                 assert_eq!(exported.len(), non_zero.len(), "{at} GIDs");
                 for index in &non_zero {
                     let gid = read(&gids_dir.join(index)).unwrap();
-                    let ty = read(&port_dir.join("gid_attrs/types").join(index)).unwrap_or_default();
-                    let nd = read(&port_dir.join("gid_attrs/ndevs").join(index)).unwrap_or_default();
-                    let l = [labels[0], labels[1], ("index", index.as_str()), ("gid", gid.as_str()), ("type", ty.as_str()), ("netdev", nd.as_str())];
-                    assert_eq!(find(samples, "railscope_ib_port_gid_info", &l).len(), 1, "{at} GID {index}");
+                    let ty =
+                        read(&port_dir.join("gid_attrs/types").join(index)).unwrap_or_default();
+                    let nd =
+                        read(&port_dir.join("gid_attrs/ndevs").join(index)).unwrap_or_default();
+                    let l = [
+                        labels[0],
+                        labels[1],
+                        ("index", index.as_str()),
+                        ("gid", gid.as_str()),
+                        ("type", ty.as_str()),
+                        ("netdev", nd.as_str()),
+                    ];
+                    assert_eq!(
+                        find(samples, "railscope_ib_port_gid_info", &l).len(),
+                        1,
+                        "{at} GID {index}"
+                    );
                     checked += 1;
                 }
             }

@@ -19,7 +19,10 @@ fn endpoints() {
     assert_eq!(agent.get("/-/healthy", &[]).status, 200);
     assert_eq!(agent.get("/-/ready", &[]).status, 200);
     assert_eq!(agent.get("/nope", &[]).status, 404);
-    assert_eq!(request(agent.addr, "POST", "/metrics", &[]).unwrap().status, 405);
+    assert_eq!(
+        request(agent.addr, "POST", "/metrics", &[]).unwrap().status,
+        405
+    );
     assert_eq!(request(agent.addr, "DELETE", "/", &[]).unwrap().status, 405);
     let head = request(agent.addr, "HEAD", "/metrics", &[]).unwrap();
     assert_eq!(head.status, 200);
@@ -30,48 +33,102 @@ fn endpoints() {
 fn content_negotiation_and_gzip() {
     let agent = Agent::fixture("cx6dx-roce-2port", &[]);
     let plain = agent.get("/metrics", &[]);
-    assert_eq!(plain.header("content-type"), Some("text/plain; version=0.0.4; charset=utf-8"));
-    assert!(plain.text().contains("# TYPE railscope_ib_port_data_bytes_total counter\n"));
+    assert_eq!(
+        plain.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(
+        plain
+            .text()
+            .contains("# TYPE railscope_ib_port_data_bytes_total counter\n")
+    );
 
     let accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
     let om = agent.get("/metrics", &[("Accept", accept)]);
-    assert_eq!(om.header("content-type"), Some("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    assert_eq!(
+        om.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
     let text = om.text();
     assert!(text.ends_with("# EOF\n"));
-    assert!(text.contains("# TYPE railscope_ib_port_data_bytes counter\n# UNIT railscope_ib_port_data_bytes bytes\n"));
+    assert!(text.contains(
+        "# TYPE railscope_ib_port_data_bytes counter\n# UNIT railscope_ib_port_data_bytes bytes\n"
+    ));
     assert!(text.contains("# TYPE railscope_ib_device info\n"));
 
     let gz = agent.get("/metrics", &[("Accept-Encoding", "gzip")]);
     assert_eq!(gz.header("content-encoding"), Some("gzip"));
     let mut decoded = String::new();
-    flate2::read::GzDecoder::new(gz.body.as_slice()).read_to_string(&mut decoded).unwrap();
+    flate2::read::GzDecoder::new(gz.body.as_slice())
+        .read_to_string(&mut decoded)
+        .unwrap();
     let a = parse_samples(&decoded);
     assert_eq!(
-        value(&a, "railscope_ib_port_active_mtu_bytes", &[("device", "mlx5_0")]),
-        value(&parse_samples(&plain.text()), "railscope_ib_port_active_mtu_bytes", &[("device", "mlx5_0")])
+        value(
+            &a,
+            "railscope_ib_port_active_mtu_bytes",
+            &[("device", "mlx5_0")]
+        ),
+        value(
+            &parse_samples(&plain.text()),
+            "railscope_ib_port_active_mtu_bytes",
+            &[("device", "mlx5_0")]
+        )
     );
-    assert!(gz.body.len() * 3 < plain.body.len(), "gzip did not compress: {} vs {}", gz.body.len(), plain.body.len());
+    assert!(
+        gz.body.len() * 3 < plain.body.len(),
+        "gzip did not compress: {} vs {}",
+        gz.body.len(),
+        plain.body.len()
+    );
 }
 
 #[test]
 fn custom_telemetry_path_and_disabled_collector() {
-    let agent = Agent::fixture("h100-cx7-ndr-ib", &["--web.telemetry-path", "/scrape", "--no-collector.infiniband"]);
+    let agent = Agent::fixture(
+        "h100-cx7-ndr-ib",
+        &[
+            "--web.telemetry-path",
+            "/scrape",
+            "--no-collector.infiniband",
+        ],
+    );
     assert_eq!(agent.get("/metrics", &[]).status, 404);
     let resp = agent.get("/scrape", &[]);
     assert_eq!(resp.status, 200);
     let text = resp.text();
-    assert!(!text.contains("railscope_ib_"), "a disabled collector exported series");
+    assert!(
+        !text.contains("railscope_ib_"),
+        "a disabled collector exported series"
+    );
     assert!(!text.contains("collector=\"infiniband\""));
     assert!(text.contains("railscope_build_info{"));
 }
 
 #[test]
 fn device_exclude_applies_before_reading() {
-    let agent = Agent::fixture("h100-cx7-ndr-ib-faults", &["--collector.infiniband.device-exclude", "^mlx5_7$"]);
+    let agent = Agent::fixture(
+        "h100-cx7-ndr-ib-faults",
+        &["--collector.infiniband.device-exclude", "^mlx5_7$"],
+    );
     let samples = parse_samples(&agent.scrape());
-    assert!(railscope_tests::find(&samples, "railscope_ib_device_info", &[("device", "mlx5_7")]).is_empty());
-    assert_eq!(railscope_tests::find(&samples, "railscope_ib_device_info", &[]).len(), 7);
-    assert!(!agent.log().contains("mlx5_7"), "the excluded broken device was read:\n{}", agent.log());
+    assert!(
+        railscope_tests::find(
+            &samples,
+            "railscope_ib_device_info",
+            &[("device", "mlx5_7")]
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        railscope_tests::find(&samples, "railscope_ib_device_info", &[]).len(),
+        7
+    );
+    assert!(
+        !agent.log().contains("mlx5_7"),
+        "the excluded broken device was read:\n{}",
+        agent.log()
+    );
 }
 
 #[test]
@@ -86,12 +143,28 @@ fn sigterm_stops_cleanly() {
 fn bad_configuration_stops_start_up_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("railscope.yml");
-    std::fs::write(&config, "collectors:\n  infiniband:\n    device-inclde: mlx5\n").unwrap();
+    std::fs::write(
+        &config,
+        "collectors:\n  infiniband:\n    device-inclde: mlx5\n",
+    )
+    .unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["--config.file".into(), config.display().to_string()], "collectors.infiniband.device-inclde"),
-        (vec!["--collector.infiniband.device-include".into(), "mlx5_(".into()], "--collector.infiniband.device-include"),
+        (
+            vec!["--config.file".into(), config.display().to_string()],
+            "collectors.infiniband.device-inclde",
+        ),
+        (
+            vec![
+                "--collector.infiniband.device-include".into(),
+                "mlx5_(".into(),
+            ],
+            "--collector.infiniband.device-include",
+        ),
         (vec!["--log.format".into(), "yaml".into()], "--log.format"),
-        (vec!["--config.file".into(), "/nonexistent/railscope.yml".into()], "--config.file"),
+        (
+            vec!["--config.file".into(), "/nonexistent/railscope.yml".into()],
+            "--config.file",
+        ),
     ];
     for (args, field) in cases {
         let out = Command::new(binary()).args(&args).output().unwrap();
@@ -108,7 +181,14 @@ fn version_and_help() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("railscope "));
     let out = Command::new(binary()).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--web.listen-address", "--path.sysfs", "--collector.infiniband", "--no-collector.infiniband", "--collector.infiniband.device-exclude", "--log.format"] {
+    for flag in [
+        "--web.listen-address",
+        "--path.sysfs",
+        "--collector.infiniband",
+        "--no-collector.infiniband",
+        "--collector.infiniband.device-exclude",
+        "--log.format",
+    ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }
@@ -118,8 +198,19 @@ fn address_in_use_is_a_clear_error() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = busy.local_addr().unwrap().to_string();
     let sys = fixtures().join("h100-cx7-ndr-ib/sys");
-    let out = Command::new(binary()).args(["--web.listen-address", &addr, "--path.sysfs", sys.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(binary())
+        .args([
+            "--web.listen-address",
+            &addr,
+            "--path.sysfs",
+            sys.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("failed to listen on") && stderr.contains(&addr), "{stderr}");
+    assert!(
+        stderr.contains("failed to listen on") && stderr.contains(&addr),
+        "{stderr}"
+    );
 }
