@@ -1,8 +1,7 @@
 //! The `infiniband` source: RDMA devices and ports from `/sys/class/infiniband`.
 //!
 //! Kernel interface: `drivers/infiniband/core/sysfs.c` (ABI document
-//! `Documentation/ABI/stable/sysfs-class-infiniband`); every format it parses is listed in
-//! `reference/rdma-kernel-interfaces.md` §1 and §3. It reads, per device, the identity files
+//! `Documentation/ABI/stable/sysfs-class-infiniband`). It reads, per device, the identity files
 //! and device-level `hw_counters/`; per port, `state`, `phys_state`, `rate`, `link_layer`,
 //! `lid`/`sm_lid`, the PMA counters in `counters/` (and legacy `counters_ext/`), every driver
 //! counter in `hw_counters/` under its own name, the GID table, and for RoCE/iWARP ports the
@@ -523,7 +522,9 @@ impl DeviceReader<'_> {
     }
 }
 
-/// Chooses the active-MTU rule of a device's driver (`reference/rdma-kernel-interfaces.md` §3).
+/// Chooses the active-MTU rule of a device's driver: `iboe_get_mtu()` (`include/rdma/ib_addr.h`)
+/// for mlx4/mlx5/bnxt_re and most RoCE drivers, `rxe_set_mtu()` (`drivers/infiniband/sw/rxe/rxe.c`)
+/// for Soft-RoCE, `iw_query_port()` (`drivers/infiniband/core/device.c`) for iWARP.
 pub fn mtu_rule(device: &Device) -> MtuRule {
     if device.parent_netdev.is_some() {
         return MtuRule::Rxe;
