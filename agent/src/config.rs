@@ -150,6 +150,28 @@ enum Scalar {
     Bool(bool),
     Int(i64),
     Str(String),
+    Map(BTreeMap<String, Scalar>),
+}
+
+impl Scalar {
+    /// The option's text: maps become `KEY=VALUE,KEY=VALUE`.
+    fn to_option_text(&self) -> Result<String, &'static str> {
+        Ok(match self {
+            Scalar::Str(s) => s.clone(),
+            Scalar::Int(i) => i.to_string(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Map(map) => {
+                let mut items = Vec::new();
+                for (k, v) in map {
+                    match v {
+                        Scalar::Map(_) => return Err("expected a map of scalars"),
+                        v => items.push(format!("{k}={}", v.to_option_text()?)),
+                    }
+                }
+                items.join(",")
+            }
+        })
+    }
 }
 
 /// The command-line interface, with one flag set per registered source.
@@ -365,12 +387,10 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
                         _ => return Err(config_error(field, "expected true or false")),
                     }
                 } else if spec.options.iter().any(|o| o.name == key) {
-                    let value = match value {
-                        Scalar::Str(s) => s,
-                        Scalar::Int(i) => i.to_string(),
-                        Scalar::Bool(b) => b.to_string(),
-                    };
-                    options.insert(key, value);
+                    let text = value
+                        .to_option_text()
+                        .map_err(|reason| config_error(&field, reason))?;
+                    options.insert(key, text);
                 } else {
                     let mut known = vec!["enabled"];
                     known.extend(spec.options.iter().map(|o| o.name));
@@ -581,7 +601,28 @@ mod tests {
             "^(mlx5_bond_.*)$"
         );
         let scheduler = crate::build_scheduler(&c).unwrap();
-        assert_eq!(scheduler.source_names(), ["infiniband"]);
+        assert_eq!(
+            scheduler.source_names(),
+            ["infiniband", "pci", "topology", "host"]
+        );
+        assert_eq!(c.collectors[2].options["rail-exclude"], "^0000:0c:00\\.0$");
+    }
+
+    #[test]
+    fn map_options_from_the_file() {
+        let file = write_config(
+            "collectors:\n  topology:\n    rails:\n      \"0000:18:00.0\": 0\n      mlx5_1: 1\n",
+        );
+        let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
+        assert_eq!(c.collectors[2].options["rails"], "0000:18:00.0=0,mlx5_1=1");
+        crate::build_scheduler(&c).unwrap();
+        let bad = write_config("collectors:\n  topology:\n    rails:\n      mlx5_1: one\n");
+        let c = run(&["--config.file", bad.path().to_str().unwrap()]).unwrap();
+        let err = crate::build_scheduler(&c).unwrap_err();
+        assert!(
+            err.to_string().contains("collectors.topology.rails"),
+            "{err}"
+        );
     }
 
     #[test]

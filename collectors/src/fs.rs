@@ -60,6 +60,8 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
     /// Whether `path` exists (following symlinks).
     fn exists(&self, path: &Path) -> bool;
+    /// Resolves every symlink of `path` (`realpath`).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
 }
 
 /// The real file system.
@@ -97,6 +99,10 @@ impl Fs for RealFs {
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
     }
 }
 
@@ -233,6 +239,13 @@ impl Fs for FaultFs {
 
     fn exists(&self, path: &Path) -> bool {
         RealFs.exists(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.enter(path) {
+            Some(Fault::Errno(errno)) => Err(io::Error::from_raw_os_error(*errno)),
+            _ => RealFs.canonicalize(path),
+        }
     }
 }
 

@@ -16,8 +16,12 @@
 
 pub mod error;
 pub mod fs;
+pub mod host;
 pub mod infiniband;
+pub mod pci;
+pub mod pcie;
 pub mod source;
+pub mod topology;
 
 pub use error::{CollectError, ErrorKind};
 pub use fs::{Fault, FaultFs, Fs, RealFs, Roots};

@@ -16,6 +16,12 @@ use crate::infiniband;
 pub enum SourceData {
     /// The `infiniband` source's snapshot.
     Infiniband(infiniband::Snapshot),
+    /// The `pci` source's snapshot.
+    Pci(crate::pci::Snapshot),
+    /// The `topology` source's snapshot.
+    Topology(crate::topology::Snapshot),
+    /// The `host` source's snapshot.
+    Host(crate::host::Snapshot),
 }
 
 /// The outcome of one collection by one source.
@@ -46,6 +52,9 @@ pub enum OptionKind {
     Regex,
     /// A file path.
     Path,
+    /// A map of keys to values: `KEY=VALUE,KEY=VALUE` on the command line, a YAML map in the
+    /// config file.
+    Map,
 }
 
 /// One `--collector.<source>.<name>` option.
@@ -92,7 +101,12 @@ pub struct SourceSpec {
 }
 
 /// Every source, in the order the agent lists and exports them.
-pub static SOURCES: &[SourceSpec] = &[infiniband::SPEC];
+pub static SOURCES: &[SourceSpec] = &[
+    infiniband::SPEC,
+    crate::pci::SPEC,
+    crate::topology::SPEC,
+    crate::host::SPEC,
+];
 
 /// Compiles an optional regular-expression option. Like node_exporter's `device-include` /
 /// `device-exclude`, the pattern is not anchored: write `^mlx5_1$` to match one device only.

@@ -107,7 +107,14 @@ impl Agent {
     /// Starts the agent against a fixture tree.
     pub fn fixture(tree: &str, extra: &[&str]) -> Agent {
         let sys = fixtures().join(tree).join("sys");
-        let mut args = vec!["--path.sysfs", sys.to_str().unwrap()];
+        // The tree's own procfs (host source); a tree without one reads nothing from the host.
+        let proc = fixtures().join(tree).join("proc");
+        let mut args = vec![
+            "--path.sysfs",
+            sys.to_str().unwrap(),
+            "--path.procfs",
+            proc.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         Agent::start(&args)
     }

@@ -3,6 +3,7 @@
 //! statistics are read before and passed in.
 
 pub mod infiniband;
+pub mod pci;
 
 use railscope_collectors::SourceData;
 
@@ -24,6 +25,9 @@ pub fn families(
     for outcome in &collection.outcomes {
         match &outcome.data {
             Some(SourceData::Infiniband(snapshot)) => out.extend(infiniband::families(snapshot)),
+            Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
+            Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
+            Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
             None => {}
         }
     }

@@ -150,17 +150,26 @@ pub fn parse_gid(text: &str) -> Result<Option<String>, ParseError> {
     Ok(Some(text.to_ascii_lowercase()))
 }
 
-/// Whether `name` is a PCI address in sysfs form (`0000:18:00.0`).
+/// Whether `name` is a PCI address in sysfs form (`0000:18:00.0`; domains behind Intel VMD
+/// have five digits, `10000:01:00.0`).
 pub fn is_pci_address(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && [0, 1, 2, 3, 5, 6, 8, 9]
-            .iter()
-            .all(|&i| b[i].is_ascii_hexdigit())
-        && (b'0'..=b'7').contains(&b[11])
+    let hex = |s: &str, n: std::ops::RangeInclusive<usize>| {
+        n.contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit())
+    };
+    let mut parts = name.split(':');
+    let (Some(domain), Some(bus), Some(devfn), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let Some((dev, func)) = devfn.split_once('.') else {
+        return false;
+    };
+    hex(domain, 4..=5)
+        && hex(bus, 2..=2)
+        && hex(dev, 2..=2)
+        && func.len() == 1
+        && (b'0'..=b'7').contains(&func.as_bytes()[0])
 }
 
 /// The InfiniBand MTUs, largest first.
@@ -330,6 +339,9 @@ mod tests {
         assert!(is_pci_address("0000:af:00.1"));
         assert!(!is_pci_address("pci0000:00"));
         assert!(!is_pci_address("0000:18:00.8"));
+        assert!(is_pci_address("10000:01:00.0"));
+        assert!(!is_pci_address("0000:18:00"));
+        assert!(!is_pci_address("0000:18:00.0:1"));
     }
 
     #[test]

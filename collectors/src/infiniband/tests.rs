@@ -146,6 +146,7 @@ fn source(tree: &Tree, fs: Arc<dyn Fs>) -> InfinibandSource {
 fn snapshot(report: &SourceReport) -> &Snapshot {
     match report.data.as_ref().expect("data") {
         SourceData::Infiniband(s) => s,
+        other => panic!("unexpected {other:?}"),
     }
 }
 

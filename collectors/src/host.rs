@@ -1,0 +1,332 @@
+//! The `host` source: whether the node is ready for GPUDirect RDMA.
+//!
+//! * Kernel modules from `/sys/module`: `nvidia_peermem` (or the older `nv_peer_mem`) lets
+//!   the RDMA stack register GPU memory; without it NCCL falls back to staging through host
+//!   memory, silently.
+//! * IOMMU presence (`/sys/class/iommu`) and mode: the default-domain type of the GPU and
+//!   NIC IOMMU groups (`/sys/kernel/iommu_groups/<n>/type`, kernels 5.11+: `identity` is
+//!   passthrough, `DMA`/`DMA-FQ` translated), else the kernel command line (`iommu=pt`,
+//!   `iommu.passthrough=1`, `intel_iommu=off`...). A translating IOMMU costs peer-to-peer
+//!   bandwidth or breaks it.
+//! * RLIMIT_MEMLOCK from `/proc/<pid>/limits` of PID 1 (what services inherit) and of the
+//!   agent: memory registration fails with ENOMEM under a small limit.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{CollectError, ErrorKind};
+use crate::fs::{Fs, Roots, is_not_found};
+use crate::pcie;
+use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+
+/// The registry entry of this source.
+pub const SPEC: SourceSpec = SourceSpec {
+    name: "host",
+    help: "GPUDirect RDMA readiness: nvidia_peermem and related modules, IOMMU mode, RLIMIT_MEMLOCK.",
+    default_enabled: true,
+    options: &[],
+    build,
+};
+
+fn build(
+    roots: &Roots,
+    fs: Arc<dyn Fs>,
+    _: &OptionValues,
+) -> Result<Box<dyn Source>, SourceBuildError> {
+    Ok(Box::new(HostSource {
+        fs,
+        roots: roots.clone(),
+    }))
+}
+
+/// Modules whose presence is reported.
+pub const MODULES: &[&str] = &[
+    "nvidia",
+    "nvidia_peermem",
+    "nv_peer_mem",
+    "ib_core",
+    "ib_uverbs",
+    "mlx5_ib",
+];
+
+/// The IOMMU's translation mode for devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IommuMode {
+    /// No IOMMU is active.
+    Off,
+    /// Identity mapping (`iommu=pt`): DMA is not translated.
+    Passthrough,
+    /// DMA is translated through IOMMU page tables.
+    Translated,
+    /// Present, but the mode cannot be told.
+    Unknown,
+}
+
+impl IommuMode {
+    /// Every mode, for state-set export.
+    pub const ALL: [IommuMode; 4] = [
+        IommuMode::Off,
+        IommuMode::Passthrough,
+        IommuMode::Translated,
+        IommuMode::Unknown,
+    ];
+
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IommuMode::Off => "off",
+            IommuMode::Passthrough => "passthrough",
+            IommuMode::Translated => "translated",
+            IommuMode::Unknown => "unknown",
+        }
+    }
+}
+
+/// A soft and hard resource limit; `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// The soft limit in bytes.
+    pub soft: Option<u64>,
+    /// The hard limit in bytes.
+    pub hard: Option<u64>,
+}
+
+/// Everything the `host` source read.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Snapshot {
+    /// Each of [`MODULES`] and whether it is loaded.
+    pub modules: Vec<(&'static str, bool)>,
+    /// IOMMU units in `/sys/class/iommu`.
+    pub iommu_units: usize,
+    /// The IOMMU mode, when it could be told.
+    pub iommu_mode: Option<IommuMode>,
+    /// Where the mode came from: `iommu_groups`, `cmdline` or `sysfs`.
+    pub iommu_mode_source: &'static str,
+    /// The IOMMU parameters of the kernel command line, space-separated.
+    pub iommu_cmdline: String,
+    /// RLIMIT_MEMLOCK of PID 1 and of the agent: (`init`/`self`, limit).
+    pub memlock: Vec<(&'static str, Limit)>,
+}
+
+/// Reads `/sys/module`, `/sys/class/iommu`, IOMMU groups, `/proc/cmdline` and limits.
+#[derive(Debug)]
+pub struct HostSource {
+    fs: Arc<dyn Fs>,
+    roots: Roots,
+}
+
+impl HostSource {
+    /// A source over `roots`.
+    pub fn new(roots: &Roots, fs: Arc<dyn Fs>) -> Self {
+        HostSource {
+            fs,
+            roots: roots.clone(),
+        }
+    }
+
+    fn text(&self, path: &Path, errors: &mut Vec<CollectError>) -> Option<String> {
+        match self.fs.read(path) {
+            Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            Err(err) if is_not_found(&err) => None,
+            Err(err) => {
+                errors.push(CollectError::io(None, path, &err));
+                None
+            }
+        }
+    }
+}
+
+impl Source for HostSource {
+    fn name(&self) -> &'static str {
+        SPEC.name
+    }
+
+    fn collect(&self) -> SourceReport {
+        let fs = self.fs.as_ref();
+        let sysfs = &self.roots.sysfs;
+        let mut errors = Vec::new();
+        let modules = MODULES
+            .iter()
+            .map(|m| (*m, fs.exists(&sysfs.join("module").join(m))))
+            .collect();
+
+        let iommu_units = fs
+            .read_dir(&sysfs.join("class/iommu"))
+            .map(|e| e.len())
+            .unwrap_or(0);
+        let cmdline = self
+            .text(&self.roots.procfs.join("cmdline"), &mut errors)
+            .unwrap_or_default();
+        let iommu_cmdline = iommu_params(&cmdline);
+
+        // The default-domain types of the GPUs' and NICs' IOMMU groups.
+        let mut addresses = pcie::nvidia_gpus(fs, sysfs, &mut errors);
+        addresses.extend(
+            pcie::rdma_functions(fs, sysfs, &mut errors)
+                .into_iter()
+                .map(|f| f.address),
+        );
+        let mut types: Vec<String> = Vec::new();
+        for address in &addresses {
+            let path = sysfs
+                .join("bus/pci/devices")
+                .join(address)
+                .join("iommu_group/type");
+            if let Some(t) = self.text(&path, &mut errors) {
+                types.push(t.trim().to_owned());
+            }
+        }
+        let (iommu_mode, iommu_mode_source) = iommu_mode(iommu_units, &types, &iommu_cmdline);
+
+        let mut memlock = Vec::new();
+        for (who, dir) in [("init", "1"), ("self", "self")] {
+            let path: PathBuf = self.roots.procfs.join(dir).join("limits");
+            if let Some(text) = self.text(&path, &mut errors) {
+                match parse_memlock(&text) {
+                    Some(limit) => memlock.push((who, limit)),
+                    None => errors.push(CollectError::new(
+                        None,
+                        &path,
+                        ErrorKind::Parse,
+                        "no \"Max locked memory\" line",
+                    )),
+                }
+            }
+        }
+        SourceReport {
+            data: Some(SourceData::Host(Snapshot {
+                modules,
+                iommu_units,
+                iommu_mode,
+                iommu_mode_source,
+                iommu_cmdline,
+                memlock,
+            })),
+            errors,
+            absent: None,
+        }
+    }
+}
+
+/// The IOMMU-related parameters of a kernel command line.
+pub fn iommu_params(cmdline: &str) -> String {
+    cmdline
+        .split_whitespace()
+        .filter(|p| {
+            let key = p.split('=').next().unwrap_or_default();
+            key == "iommu"
+                || key.starts_with("iommu.")
+                || key == "intel_iommu"
+                || key == "amd_iommu"
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Decides the IOMMU mode from the units, the group types and the command line.
+pub fn iommu_mode(
+    units: usize,
+    group_types: &[String],
+    params: &str,
+) -> (Option<IommuMode>, &'static str) {
+    if !group_types.is_empty() {
+        let translated = group_types.iter().any(|t| t == "DMA" || t == "DMA-FQ");
+        let identity = group_types.iter().all(|t| t == "identity");
+        let mode = if translated {
+            IommuMode::Translated
+        } else if identity {
+            IommuMode::Passthrough
+        } else {
+            IommuMode::Unknown
+        };
+        return (Some(mode), "iommu_groups");
+    }
+    let has = |p: &str| params.split_whitespace().any(|x| x == p);
+    if units == 0 {
+        return (Some(IommuMode::Off), "sysfs");
+    }
+    if has("iommu=off") || has("intel_iommu=off") || has("amd_iommu=off") {
+        return (Some(IommuMode::Off), "cmdline");
+    }
+    if has("iommu=pt") || has("iommu.passthrough=1") {
+        return (Some(IommuMode::Passthrough), "cmdline");
+    }
+    if has("iommu.passthrough=0") {
+        return (Some(IommuMode::Translated), "cmdline");
+    }
+    (Some(IommuMode::Unknown), "sysfs")
+}
+
+/// Parses the `Max locked memory` line of `/proc/<pid>/limits`.
+pub fn parse_memlock(text: &str) -> Option<Limit> {
+    let line = text.lines().find(|l| l.starts_with("Max locked memory"))?;
+    let mut fields = line["Max locked memory".len()..].split_whitespace();
+    let value = |f: Option<&str>| -> Option<Option<u64>> {
+        match f? {
+            "unlimited" => Some(None),
+            v => v.parse().ok().map(Some),
+        }
+    };
+    Some(Limit {
+        soft: value(fields.next())?,
+        hard: value(fields.next())?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memlock_lines() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max cpu time              unlimited            unlimited            seconds   \n\
+                      Max locked memory         8388608              unlimited            bytes     \n";
+        assert_eq!(
+            parse_memlock(limits),
+            Some(Limit {
+                soft: Some(8388608),
+                hard: None
+            })
+        );
+        assert_eq!(
+            parse_memlock(
+                "Max locked memory         unlimited            unlimited            bytes\n"
+            ),
+            Some(Limit {
+                soft: None,
+                hard: None
+            })
+        );
+        assert_eq!(parse_memlock("Max open files 1024 4096 files\n"), None);
+    }
+
+    #[test]
+    fn iommu_modes() {
+        let params =
+            iommu_params("BOOT_IMAGE=/vmlinuz root=UUID=x ro quiet intel_iommu=on iommu=pt");
+        assert_eq!(params, "intel_iommu=on iommu=pt");
+        let s = |v: &[&str]| v.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            iommu_mode(8, &s(&["identity", "identity"]), ""),
+            (Some(IommuMode::Passthrough), "iommu_groups")
+        );
+        assert_eq!(
+            iommu_mode(8, &s(&["identity", "DMA-FQ"]), "iommu=pt"),
+            (Some(IommuMode::Translated), "iommu_groups")
+        );
+        assert_eq!(
+            iommu_mode(0, &[], "intel_iommu=on"),
+            (Some(IommuMode::Off), "sysfs")
+        );
+        assert_eq!(
+            iommu_mode(2, &[], "intel_iommu=on iommu=pt"),
+            (Some(IommuMode::Passthrough), "cmdline")
+        );
+        assert_eq!(
+            iommu_mode(2, &[], "intel_iommu=off"),
+            (Some(IommuMode::Off), "cmdline")
+        );
+        assert_eq!(iommu_mode(2, &[], ""), (Some(IommuMode::Unknown), "sysfs"));
+    }
+}

@@ -1,0 +1,344 @@
+//! PCI discovery shared by the `pci` and `topology` sources: which functions are RDMA NICs
+//! and NVIDIA GPUs, where each sits in the PCIe hierarchy, and the GPU↔NIC distance as NCCL
+//! and `nvidia-smi topo -m` classify it.
+//!
+//! Kernel interface: `/sys/bus/pci/devices/<bdf>` (`drivers/pci/pci-sysfs.c`), whose real
+//! path (`/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/...`) is the device's path from
+//! its host bridge. NCCL (`src/graph/xml.cc`, `src/graph/paths.cc`) collapses each PCIe
+//! switch (upstream port plus downstream port) into one node named by its upstream port,
+//! found by stepping up two path components at a time; the same walk is used here.
+
+use std::path::Path;
+
+use crate::error::{CollectError, ErrorKind};
+use crate::fs::{Fs, is_not_found};
+use crate::infiniband::parse::is_pci_address;
+
+/// NVIDIA's PCI vendor id.
+pub const NVIDIA_VENDOR: u32 = 0x10de;
+
+/// Where a PCI function sits: its host bridge and the functions from the root port down to
+/// itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PciPath {
+    /// The host bridge component (`pci0000:15`).
+    pub host_bridge: String,
+    /// PCI addresses from the root port down to the function itself (last).
+    pub chain: Vec<String>,
+}
+
+impl PciPath {
+    /// Parses a canonical sysfs device path.
+    pub fn from_canonical(path: &Path) -> Option<PciPath> {
+        let parts: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
+        let host = parts.iter().rposition(|c| is_host_bridge(c))?;
+        let chain: Vec<String> = parts[host + 1..].iter().map(|c| (*c).to_owned()).collect();
+        if chain.is_empty() || !chain.iter().all(|c| is_pci_address(c)) {
+            return None;
+        }
+        Some(PciPath {
+            host_bridge: parts[host].to_owned(),
+            chain,
+        })
+    }
+
+    /// The function's own address.
+    pub fn address(&self) -> &str {
+        self.chain.last().map(String::as_str).unwrap_or_default()
+    }
+
+    /// The bridges above the function (root port first), without the function.
+    pub fn bridges(&self) -> &[String] {
+        &self.chain[..self.chain.len().saturating_sub(1)]
+    }
+
+    /// The PCIe switches between the function and its host bridge, nearest first, each named
+    /// by its upstream port (NCCL's two-components-up walk).
+    pub fn switches(&self) -> Vec<&str> {
+        let n = self.chain.len();
+        let mut out = Vec::new();
+        let mut i = n as isize - 3;
+        while i >= 0 {
+            out.push(self.chain[i as usize].as_str());
+            i -= 2;
+        }
+        out
+    }
+}
+
+/// `pciDDDD:BB` (domains above 0xffff, as behind Intel VMD, have five digits).
+fn is_host_bridge(name: &str) -> bool {
+    name.strip_prefix("pci").is_some_and(|rest| {
+        let mut parts = rest.split(':');
+        matches!((parts.next(), parts.next(), parts.next()), (Some(d), Some(b), None)
+            if (4..=5).contains(&d.len()) && b.len() == 2
+                && d.bytes().chain(b.bytes()).all(|c| c.is_ascii_hexdigit()))
+    })
+}
+
+/// The PCIe distance between two functions, as `nvidia-smi topo -m` names it. The value is
+/// NVML's `nvmlGpuTopologyLevel_t`, so smaller is closer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// At most one PCIe switch between them.
+    Pix = 10,
+    /// Several PCIe switches, no host bridge.
+    Pxb = 20,
+    /// Through one PCIe host bridge (the CPU).
+    Phb = 30,
+    /// Across host bridges within one NUMA node.
+    Node = 40,
+    /// Across NUMA nodes (the inter-socket link).
+    Sys = 50,
+}
+
+impl Level {
+    /// The name `nvidia-smi topo -m` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Pix => "PIX",
+            Level::Pxb => "PXB",
+            Level::Phb => "PHB",
+            Level::Node => "NODE",
+            Level::Sys => "SYS",
+        }
+    }
+}
+
+/// Classifies the path between two functions from their PCI paths and NUMA nodes
+/// (`-1` or `None` when unknown).
+pub fn distance(a: &PciPath, a_numa: Option<i64>, b: &PciPath, b_numa: Option<i64>) -> Level {
+    let (sa, sb) = (a.switches(), b.switches());
+    for (i, s) in sa.iter().enumerate() {
+        if let Some(j) = sb.iter().position(|t| t == s) {
+            return if i + j == 0 { Level::Pix } else { Level::Pxb };
+        }
+    }
+    let known = |n: Option<i64>| n.filter(|&n| n >= 0);
+    if let (Some(x), Some(y)) = (known(a_numa), known(b_numa))
+        && x != y
+    {
+        return Level::Sys;
+    }
+    if a.host_bridge == b.host_bridge {
+        Level::Phb
+    } else {
+        Level::Node
+    }
+}
+
+/// Parses a hexadecimal id file (`0x10de`).
+pub fn parse_hex_id(text: &str) -> Option<u32> {
+    u32::from_str_radix(text.trim().strip_prefix("0x")?, 16).ok()
+}
+
+/// Parses `current_link_speed`/`max_link_speed` (`32.0 GT/s PCIe`, older `8 GT/s`,
+/// `2.5 GT/s PCIe`) into transfers per second; `Unknown` is `None`.
+pub fn parse_link_speed(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let number = text.split_whitespace().next()?;
+    if !text[number.len()..].trim_start().starts_with("GT/s") {
+        return None;
+    }
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v * 1e9)
+}
+
+/// One RDMA device backed by a PCI function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdmaFunction {
+    /// The RDMA device name (`mlx5_0`).
+    pub device: String,
+    /// The PCI function's address.
+    pub address: String,
+    /// The device's port numbers.
+    pub ports: Vec<u32>,
+}
+
+/// Lists RDMA devices that have a PCI function (software devices have none), in device
+/// name order. A missing `/sys/class/infiniband` is an empty list.
+pub fn rdma_functions(
+    fs: &dyn Fs,
+    sysfs: &Path,
+    errors: &mut Vec<CollectError>,
+) -> Vec<RdmaFunction> {
+    let class = sysfs.join("class/infiniband");
+    let entries = match fs.read_dir(&class) {
+        Ok(e) => e,
+        Err(err) if is_not_found(&err) => return Vec::new(),
+        Err(err) => {
+            errors.push(CollectError::io(None, &class, &err));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let Ok(target) = fs.read_link(&class.join(&entry.name).join("device")) else {
+            continue;
+        };
+        let Some(address) = target
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|a| is_pci_address(a))
+        else {
+            continue;
+        };
+        let ports = fs
+            .read_dir(&class.join(&entry.name).join("ports"))
+            .map(|p| p.iter().filter_map(|e| e.name.parse().ok()).collect())
+            .unwrap_or_default();
+        out.push(RdmaFunction {
+            device: entry.name,
+            address: address.to_owned(),
+            ports,
+        });
+    }
+    out
+}
+
+/// Lists NVIDIA GPUs (vendor 0x10de, display-controller class: VGA 0x0300 or 3D 0x0302) in
+/// PCI address order, the order `nvidia-smi` numbers them in. NVSwitches (class 0x0680) are
+/// not GPUs.
+pub fn nvidia_gpus(fs: &dyn Fs, sysfs: &Path, errors: &mut Vec<CollectError>) -> Vec<String> {
+    let dir = sysfs.join("bus/pci/devices");
+    let entries = match fs.read_dir(&dir) {
+        Ok(e) => e,
+        Err(err) if is_not_found(&err) => return Vec::new(),
+        Err(err) => {
+            errors.push(CollectError::io(None, &dir, &err));
+            return Vec::new();
+        }
+    };
+    let mut gpus = Vec::new();
+    for entry in entries.into_iter().filter(|e| is_pci_address(&e.name)) {
+        let read = |file: &str| {
+            fs.read(&dir.join(&entry.name).join(file))
+                .ok()
+                .and_then(|b| parse_hex_id(&String::from_utf8_lossy(&b)))
+        };
+        if read("vendor") == Some(NVIDIA_VENDOR) && read("class").is_some_and(|c| c >> 16 == 0x03) {
+            gpus.push(entry.name);
+        }
+    }
+    gpus.sort();
+    gpus
+}
+
+/// Resolves a function's PCI path from `/sys/bus/pci/devices/<address>`.
+pub fn pci_path(
+    fs: &dyn Fs,
+    sysfs: &Path,
+    address: &str,
+    errors: &mut Vec<CollectError>,
+) -> Option<PciPath> {
+    let link = sysfs.join("bus/pci/devices").join(address);
+    match fs.canonicalize(&link) {
+        Ok(real) => {
+            let path = PciPath::from_canonical(&real);
+            if path.is_none() {
+                errors.push(CollectError::new(
+                    None,
+                    &link,
+                    ErrorKind::Parse,
+                    format!("no host bridge in {}", real.display()),
+                ));
+            }
+            path
+        }
+        Err(err) => {
+            errors.push(CollectError::io(None, &link, &err));
+            None
+        }
+    }
+}
+
+/// Reads a function's `numa_node`.
+pub fn numa_node(fs: &dyn Fs, sysfs: &Path, address: &str) -> Option<i64> {
+    let bytes = fs
+        .read(
+            &sysfs
+                .join("bus/pci/devices")
+                .join(address)
+                .join("numa_node"),
+        )
+        .ok()?;
+    String::from_utf8_lossy(&bytes).trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn path(p: &str) -> PciPath {
+        PciPath::from_canonical(&PathBuf::from(p)).unwrap()
+    }
+
+    #[test]
+    fn canonical_paths() {
+        let p =
+            path("/x/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0");
+        assert_eq!(p.host_bridge, "pci0000:15");
+        assert_eq!(p.address(), "0000:18:00.0");
+        assert_eq!(
+            p.bridges(),
+            ["0000:15:01.0", "0000:16:00.0", "0000:17:00.0"]
+        );
+        assert_eq!(p.switches(), ["0000:16:00.0"]);
+        let two = path(
+            "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0/0000:04:08.0/0000:05:00.0",
+        );
+        assert_eq!(two.switches(), ["0000:03:00.0", "0000:01:00.0"]);
+        assert!(PciPath::from_canonical(&PathBuf::from("/sys/devices/virtual/net/lo")).is_none());
+        assert_eq!(
+            path("/sys/devices/pci10000:00/10000:00:02.0").host_bridge,
+            "pci10000:00"
+        );
+    }
+
+    #[test]
+    fn distances_match_nccl_and_nvidia_smi() {
+        let nic =
+            path("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0");
+        let gpu =
+            path("/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0");
+        let gpu_other_hb =
+            path("/sys/devices/pci0000:37/0000:37:01.0/0000:38:00.0/0000:39:01.0/0000:3a:00.0");
+        let gpu_same_hb_other_rp =
+            path("/sys/devices/pci0000:15/0000:15:02.0/0000:20:00.0/0000:21:01.0/0000:22:00.0");
+        let nested_gpu = path(
+            "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:30:00.0/0000:31:00.0/0000:32:00.0",
+        );
+        assert_eq!(distance(&nic, Some(0), &gpu, Some(0)), Level::Pix);
+        assert_eq!(distance(&nic, Some(0), &nested_gpu, Some(0)), Level::Pxb);
+        assert_eq!(
+            distance(&nic, Some(0), &gpu_same_hb_other_rp, Some(0)),
+            Level::Phb
+        );
+        assert_eq!(distance(&nic, Some(0), &gpu_other_hb, Some(0)), Level::Node);
+        assert_eq!(distance(&nic, Some(0), &gpu_other_hb, Some(1)), Level::Sys);
+        assert_eq!(
+            distance(&nic, Some(-1), &gpu_other_hb, Some(1)),
+            Level::Node,
+            "unknown NUMA is not SYS"
+        );
+        let root_port_nic = path("/sys/devices/pci0000:15/0000:15:03.0/0000:40:00.0");
+        assert_eq!(distance(&root_port_nic, Some(0), &gpu, Some(0)), Level::Phb);
+    }
+
+    #[test]
+    fn link_speeds() {
+        assert_eq!(parse_link_speed("32.0 GT/s PCIe\n"), Some(32e9));
+        assert_eq!(parse_link_speed("16.0 GT/s PCIe\n"), Some(16e9));
+        assert_eq!(parse_link_speed("8 GT/s\n"), Some(8e9));
+        assert_eq!(parse_link_speed("2.5 GT/s PCIe\n"), Some(2.5e9));
+        assert_eq!(parse_link_speed("Unknown\n"), None);
+        assert_eq!(parse_link_speed("Unknown speed\n"), None);
+        assert_eq!(parse_hex_id("0x10de\n"), Some(0x10de));
+        assert_eq!(parse_hex_id("0x030200\n"), Some(0x030200));
+        assert_eq!(parse_hex_id("10de"), None);
+    }
+}
