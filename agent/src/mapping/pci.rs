@@ -38,7 +38,7 @@ pub fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
     );
     let mut aer_type = Family::counter(
         "railscope_pci_aer_errors_by_type",
-        "PCIe AER errors by severity and error type, as the kernel names them (RxErr, BadTLP, CmpltTO, ...).",
+        "PCIe AER errors by severity and error type, as the kernel names them (RxErr, BadTLP, CmpltTO, ...); a type appears once it has counted an error.",
     );
     let mut acs = Family::gauge(
         "railscope_pci_acs_state",
@@ -88,7 +88,9 @@ pub fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
                     total,
                 );
             }
-            for (name, count) in &aer.by_type {
+            // Only types that have counted anything: a node has dozens of functions with some
+            // thirty error types each, nearly all zero forever.
+            for (name, count) in aer.by_type.iter().filter(|(_, c)| *c > 0) {
                 aer_type.push(
                     vec![
                         ("pci_address", d.address.clone()),
