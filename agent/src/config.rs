@@ -603,9 +603,17 @@ mod tests {
         let scheduler = crate::build_scheduler(&c).unwrap();
         assert_eq!(
             scheduler.source_names(),
-            ["infiniband", "pci", "topology", "host"]
+            [
+                "infiniband",
+                "netdev",
+                "ethtool",
+                "dcb",
+                "pci",
+                "topology",
+                "host"
+            ]
         );
-        assert_eq!(c.collectors[2].options["rail-exclude"], "^0000:0c:00\\.0$");
+        assert_eq!(c.collectors[5].options["rail-exclude"], "^0000:0c:00\\.0$");
     }
 
     #[test]
@@ -614,7 +622,7 @@ mod tests {
             "collectors:\n  topology:\n    rails:\n      \"0000:18:00.0\": 0\n      mlx5_1: 1\n",
         );
         let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
-        assert_eq!(c.collectors[2].options["rails"], "0000:18:00.0=0,mlx5_1=1");
+        assert_eq!(c.collectors[5].options["rails"], "0000:18:00.0=0,mlx5_1=1");
         crate::build_scheduler(&c).unwrap();
         let bad = write_config("collectors:\n  topology:\n    rails:\n      mlx5_1: one\n");
         let c = run(&["--config.file", bad.path().to_str().unwrap()]).unwrap();

@@ -14,10 +14,14 @@
 //!   ([`Roots`]), so the whole agent runs against a fixture tree, and tests can inject errnos.
 //! * [`infiniband`]: the InfiniBand/RoCE port source over `/sys/class/infiniband`.
 
+pub mod dcb;
 pub mod error;
+pub mod ethtool;
 pub mod fs;
 pub mod host;
 pub mod infiniband;
+pub mod netdev;
+pub mod netdevs;
 pub mod pci;
 pub mod pcie;
 pub mod source;

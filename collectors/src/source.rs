@@ -16,6 +16,12 @@ use crate::infiniband;
 pub enum SourceData {
     /// The `infiniband` source's snapshot.
     Infiniband(infiniband::Snapshot),
+    /// The `netdev` source's snapshot.
+    Netdev(crate::netdev::Snapshot),
+    /// The `ethtool` source's snapshot.
+    Ethtool(crate::ethtool::Snapshot),
+    /// The `dcb` source's snapshot.
+    Dcb(crate::dcb::Snapshot),
     /// The `pci` source's snapshot.
     Pci(crate::pci::Snapshot),
     /// The `topology` source's snapshot.
@@ -103,6 +109,9 @@ pub struct SourceSpec {
 /// Every source, in the order the agent lists and exports them.
 pub static SOURCES: &[SourceSpec] = &[
     infiniband::SPEC,
+    crate::netdev::SPEC,
+    crate::ethtool::SPEC,
+    crate::dcb::SPEC,
     crate::pci::SPEC,
     crate::topology::SPEC,
     crate::host::SPEC,

@@ -2,7 +2,10 @@
 //! source's families in registry order. Mapping never touches the file system; the process
 //! statistics are read before and passed in.
 
+pub mod dcb;
+pub mod ethtool;
 pub mod infiniband;
+pub mod netdev;
 pub mod pci;
 
 use railscope_collectors::SourceData;
@@ -25,6 +28,9 @@ pub fn families(
     for outcome in &collection.outcomes {
         match &outcome.data {
             Some(SourceData::Infiniband(snapshot)) => out.extend(infiniband::families(snapshot)),
+            Some(SourceData::Netdev(snapshot)) => out.extend(netdev::families(snapshot)),
+            Some(SourceData::Ethtool(snapshot)) => out.extend(ethtool::families(snapshot)),
+            Some(SourceData::Dcb(snapshot)) => out.extend(dcb::families(snapshot)),
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
