@@ -58,6 +58,8 @@ pub enum OptionKind {
     Regex,
     /// A file path.
     Path,
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
     /// A map of keys to values: `KEY=VALUE,KEY=VALUE` on the command line, a YAML map in the
     /// config file.
     Map,

@@ -213,7 +213,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
     );
     let mut port_info = Family::info(
         "railscope_ib_port",
-        "RDMA port description: link layer, state and physical state names, lane speed name and netdev.",
+        "RDMA port description: link layer, state and physical state names, lane speed name, netdev, and where driver counters (netlink, sysfs) and the active MTU (verbs, netdev) came from.",
     );
     let mut state = Family::gauge(
         "railscope_ib_port_state",
@@ -272,7 +272,11 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
     );
     let mut active_mtu = Family::gauge(
         "railscope_ib_port_active_mtu_bytes",
-        "Active RDMA MTU of a RoCE or iWARP port, derived from the netdev MTU with the driver's rule.",
+        "Active RDMA MTU of the port: from ibv_query_port when libibverbs can open the device, else (RoCE, iWARP) derived from the netdev MTU with the driver's rule.",
+    );
+    let mut max_mtu = Family::gauge(
+        "railscope_ib_port_max_mtu_bytes",
+        "Largest RDMA MTU the port supports, from ibv_query_port.",
     );
 
     for device in &snapshot.devices {
@@ -346,6 +350,11 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
                                 .unwrap_or_default(),
                         ),
                         ("netdev", port.netdev.as_deref().unwrap_or_default()),
+                        (
+                            "hw_counters_source",
+                            port.hw_counters_source.unwrap_or_default(),
+                        ),
+                        ("mtu_source", port.mtu_source.unwrap_or_default()),
                     ],
                 ),
                 1u64,
@@ -415,6 +424,9 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
             if let Some(v) = port.active_mtu {
                 active_mtu.push(labels.clone(), v);
             }
+            if let Some(v) = port.max_mtu {
+                max_mtu.push(labels.clone(), v);
+            }
         }
     }
 
@@ -431,6 +443,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         lid,
         sm_lid,
         active_mtu,
+        max_mtu,
         netdev_mtu,
     ];
     out.extend(named);

@@ -12,10 +12,13 @@
 //! mid-collection is dropped with one error; nothing a device does hides another device.
 //! Devices are filtered by name *before* anything of theirs is read.
 
+pub mod netlink;
 pub mod parse;
 pub mod pma;
 pub mod types;
+pub mod verbs;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -49,6 +52,16 @@ pub const SPEC: SourceSpec = SourceSpec {
             help: "Regular expression of RDMA device names to skip without reading them (unanchored).",
             kind: OptionKind::Regex,
         },
+        OptionSpec {
+            name: "verbs-library",
+            help: "libibverbs to load for the active and max MTU of every port (ibv_query_port); empty disables it. A missing library is no data, not an error.",
+            kind: OptionKind::Path,
+        },
+        OptionSpec {
+            name: "hw-counters-source",
+            help: "Where port driver counters come from: netlink (one RDMA_NLDEV_CMD_STAT_GET per port), sysfs (one read per hw_counters file), or auto: netlink when --path.sysfs is /sys and the kernel has RDMA netlink, else sysfs.",
+            kind: OptionKind::Choice(&["auto", "netlink", "sysfs"]),
+        },
     ],
     build,
 };
@@ -58,14 +71,58 @@ fn build(
     fs: Arc<dyn Fs>,
     options: &OptionValues,
 ) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(InfinibandSource {
+    let hw_source = match options.get("hw-counters-source").map(String::as_str) {
+        None | Some("auto") => HwSource::Auto,
+        Some("netlink") => HwSource::Netlink,
+        Some("sysfs") => HwSource::Sysfs,
+        Some(other) => {
+            return Err(SourceBuildError {
+                option: "hw-counters-source".into(),
+                reason: format!("{other:?} is not one of auto, netlink, sysfs"),
+            });
+        }
+    };
+    let mut source = InfinibandSource::new(
+        roots,
         fs,
-        class_dir: roots.sysfs.join("class/infiniband"),
-        net_dir: roots.sysfs.join("class/net"),
-        include: regex_option(options, "device-include")?,
-        exclude: regex_option(options, "device-exclude")?,
-    }))
+        regex_option(options, "device-include")?,
+        regex_option(options, "device-exclude")?,
+    );
+    let library = options
+        .get("verbs-library")
+        .map(String::as_str)
+        .unwrap_or(DEFAULT_VERBS_LIBRARY);
+    // Verbs talk to the devices of this node, so they are only used on the real sysfs.
+    if !library.is_empty() && roots.sysfs == std::path::Path::new(crate::fs::DEFAULT_SYSFS) {
+        source.verbs = verbs::Verbs::load(library).map(std::sync::Arc::new);
+    }
+    source.hw_source = match hw_source {
+        HwSource::Auto if roots.sysfs != std::path::Path::new(crate::fs::DEFAULT_SYSFS) => {
+            HwSource::Sysfs
+        }
+        other => other,
+    };
+    Ok(Box::new(source))
 }
+
+/// Where port-level driver counters are read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HwSource {
+    /// RDMA netlink when the kernel has it, else sysfs.
+    Auto,
+    /// RDMA netlink only; failing to open it is an error.
+    Netlink,
+    /// sysfs `hw_counters/` files.
+    Sysfs,
+}
+
+/// The libibverbs loaded for MTUs unless `--collector.infiniband.verbs-library` says otherwise.
+pub const DEFAULT_VERBS_LIBRARY: &str = "libibverbs.so.1";
+
+/// How long one RDMA netlink request may take.
+const NETLINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+type Netlink = RefCell<(netlink::RdmaNetlink, netlink::NetlinkView)>;
 
 /// Reads `/sys/class/infiniband`.
 #[derive(Debug)]
@@ -75,6 +132,8 @@ pub struct InfinibandSource {
     net_dir: PathBuf,
     include: Option<Regex>,
     exclude: Option<Regex>,
+    hw_source: HwSource,
+    verbs: Option<Arc<verbs::Verbs>>,
 }
 
 impl InfinibandSource {
@@ -92,6 +151,8 @@ impl InfinibandSource {
             net_dir: roots.sysfs.join("class/net"),
             include,
             exclude,
+            hw_source: HwSource::Sysfs,
+            verbs: None,
         }
     }
 
@@ -122,6 +183,7 @@ impl InfinibandSource {
                 };
             }
         };
+        let netlink = self.open_netlink(&mut errors);
         let mut devices = Vec::new();
         for entry in entries {
             if !self.wants(&entry.name) {
@@ -132,6 +194,7 @@ impl InfinibandSource {
                 name: &entry.name,
                 dir: self.class_dir.join(&entry.name),
                 errors: Vec::new(),
+                netlink: netlink.as_ref(),
             };
             let device = reader.read();
             let device_errors = reader.errors;
@@ -141,10 +204,62 @@ impl InfinibandSource {
             }
             errors.extend(device_errors);
         }
+        self.apply_verbs(&mut devices, &mut errors);
         SourceReport {
             data: Some(SourceData::Infiniband(Snapshot { devices })),
             errors,
             absent: None,
+        }
+    }
+}
+
+impl InfinibandSource {
+    /// Replaces derived MTUs with what `ibv_query_port` says, where libibverbs can open the
+    /// device.
+    fn apply_verbs(&self, devices: &mut [Device], errors: &mut Vec<CollectError>) {
+        let Some(verbs) = &self.verbs else { return };
+        let ports: std::collections::HashMap<String, Vec<u32>> = devices
+            .iter()
+            .map(|d| (d.name.clone(), d.ports.iter().map(|p| p.number).collect()))
+            .collect();
+        match verbs.port_mtus(&ports) {
+            Ok(mtus) => {
+                for device in devices.iter_mut() {
+                    for port in &mut device.ports {
+                        if let Some(mtu) = mtus.get(&(device.name.clone(), port.number)) {
+                            port.active_mtu = Some(mtu.active);
+                            port.max_mtu = Some(mtu.max);
+                            port.mtu_source = Some("verbs");
+                        }
+                    }
+                }
+            }
+            // ENOSYS: the kernel has no uverbs; not an error on a node without RDMA.
+            Err(err) if err.raw_os_error() == Some(libc::ENOSYS) || devices.is_empty() => {}
+            Err(err) => errors.push(CollectError::io(
+                None,
+                std::path::Path::new("verbs:ibv_get_device_list"),
+                &err,
+            )),
+        }
+    }
+
+    fn open_netlink(&self, errors: &mut Vec<CollectError>) -> Option<Netlink> {
+        if self.hw_source == HwSource::Sysfs {
+            return None;
+        }
+        let path = std::path::Path::new("netlink:NETLINK_RDMA");
+        let opened = netlink::RdmaNetlink::open(NETLINK_TIMEOUT)
+            .and_then(|mut nl| nl.view().map(|view| (nl, view)));
+        match opened {
+            Ok(pair) => Some(RefCell::new(pair)),
+            Err(err) => {
+                // Auto: a kernel without RDMA netlink is simply read through sysfs.
+                if self.hw_source == HwSource::Netlink {
+                    errors.push(CollectError::io(None, path, &err));
+                }
+                None
+            }
         }
     }
 }
@@ -165,6 +280,7 @@ struct DeviceReader<'a> {
     name: &'a str,
     dir: PathBuf,
     errors: Vec<CollectError>,
+    netlink: Option<&'a Netlink>,
 }
 
 /// What `read_text` found.
@@ -356,17 +472,36 @@ impl DeviceReader<'_> {
             port.sm_lid = self.parsed(&dir.join("sm_lid"), parse::parse_hex_u32);
         }
         port.pma = self.pma_counters(dir);
-        let (counters, lifespan) = self.hw_counters(&dir.join("hw_counters"));
-        port.hw_counters = counters;
-        port.hw_counters_lifespan_ms = lifespan;
+        match self.netlink_stats(number) {
+            Some(counters) => {
+                port.hw_counters = counters;
+                port.hw_counters_source = Some("netlink");
+            }
+            None => {
+                let (counters, lifespan) = self.hw_counters(&dir.join("hw_counters"));
+                if !counters.is_empty() || lifespan.is_some() {
+                    port.hw_counters_source = Some("sysfs");
+                }
+                port.hw_counters = counters;
+                port.hw_counters_lifespan_ms = lifespan;
+            }
+        }
         port.gids = self.gids(dir);
 
         if !infiniband {
+            let netlink_netdev = self.netlink.and_then(|nl| {
+                nl.borrow()
+                    .1
+                    .netdevs
+                    .get(&(self.name.to_owned(), number))
+                    .cloned()
+            });
             port.netdev = port
                 .gids
                 .iter()
                 .flatten()
                 .find_map(|g| g.netdev.clone())
+                .or(netlink_netdev)
                 .or_else(|| device.parent_netdev.clone())
                 .or_else(|| self.single_pci_netdev());
             if let Some(netdev) = &port.netdev {
@@ -375,10 +510,46 @@ impl DeviceReader<'_> {
                 if let Some(mtu) = port.netdev_mtu {
                     port.active_mtu = Some(parse::roce_active_mtu(rule, mtu));
                     port.mtu_rule = Some(rule);
+                    port.mtu_source = Some("netdev");
                 }
             }
         }
         port
+    }
+
+    /// The port's driver counters over RDMA netlink, when netlink is in use and knows the
+    /// device. A port without driver counters (the kernel answers EINVAL or EOPNOTSUPP) and
+    /// any failure fall back to sysfs; failures other than those are recorded.
+    fn netlink_stats(&mut self, port: u32) -> Option<Vec<HwCounter>> {
+        let cell = self.netlink?;
+        let mut guard = cell.borrow_mut();
+        let (nl, view) = &mut *guard;
+        let index = *view.devices.get(self.name)?;
+        match nl.port_stats(index, port) {
+            Ok(stats) => Some(
+                stats
+                    .into_iter()
+                    .map(|(name, value)| HwCounter { name, value })
+                    .collect(),
+            ),
+            Err(err)
+                if matches!(
+                    err.raw_os_error(),
+                    Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOENT)
+                ) =>
+            {
+                None
+            }
+            Err(err) => {
+                let path = PathBuf::from(format!(
+                    "netlink:RDMA_NLDEV_CMD_STAT_GET/{}/{port}",
+                    self.name
+                ));
+                self.errors
+                    .push(CollectError::io(Some(self.name), &path, &err));
+                None
+            }
+        }
     }
 
     /// The netdev of a PCI function that has exactly one (one port per function, as on

@@ -178,4 +178,10 @@ pub struct Port {
     pub active_mtu: Option<u32>,
     /// The rule used to derive `active_mtu`.
     pub mtu_rule: Option<MtuRule>,
+    /// The largest MTU the port supports, from verbs.
+    pub max_mtu: Option<u32>,
+    /// Where `active_mtu` came from: `verbs` or `netdev` (derived).
+    pub mtu_source: Option<&'static str>,
+    /// Where the port-level driver counters came from: `netlink` or `sysfs`.
+    pub hw_counters_source: Option<&'static str>,
 }
