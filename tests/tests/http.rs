@@ -162,6 +162,17 @@ fn bad_configuration_stops_start_up_naming_the_field() {
         ),
         (vec!["--log.format".into(), "yaml".into()], "--log.format"),
         (
+            vec![
+                "--collector.infiniband.hw-counters-source".into(),
+                "firmware".into(),
+            ],
+            "--collector.infiniband.hw-counters-source",
+        ),
+        (
+            vec!["--collector.topology.rails".into(), "mlx5_0".into()],
+            "--collector.topology.rails",
+        ),
+        (
             vec!["--config.file".into(), "/nonexistent/railscope.yml".into()],
             "--config.file",
         ),
@@ -212,5 +223,33 @@ fn address_in_use_is_a_clear_error() {
     assert!(
         stderr.contains("failed to listen on") && stderr.contains(&addr),
         "{stderr}"
+    );
+}
+
+#[test]
+fn forced_netlink_without_rdma_netlink_falls_back_to_sysfs() {
+    // This machine's kernel may or may not have RDMA netlink; the fixture's devices are not in
+    // it either way, so the counters must come from sysfs.
+    let agent = Agent::fixture(
+        "cx6dx-roce-2port",
+        &["--collector.infiniband.hw-counters-source", "netlink"],
+    );
+    let s = parse_samples(&agent.scrape());
+    let info = railscope_tests::find(&s, "railscope_ib_port_info", &[("device", "mlx5_0")]);
+    assert_eq!(info[0].labels["hw_counters_source"], "sysfs");
+    assert!(
+        value(
+            &s,
+            "railscope_rdma_port_hw_stat_total",
+            &[("device", "mlx5_0"), ("counter", "out_of_buffer")]
+        ) > 0.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "railscope_collector_success",
+            &[("collector", "infiniband")]
+        ),
+        1.0
     );
 }
