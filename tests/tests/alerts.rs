@@ -1,0 +1,80 @@
+//! The alert rules: promtool accepts them and their unit tests pass, every alert has a
+//! severity, a summary naming the node and a runbook entry that exists in RUNBOOK.md.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+use railscope_tests::workspace;
+
+fn promtool(args: &[&str]) -> String {
+    let out = Command::new("promtool")
+        .args(args)
+        .current_dir(workspace().join("alerts"))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run promtool ({e}); install the Debian package `prometheus`")
+        });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "promtool {args:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn rules_are_valid_and_their_unit_tests_pass() {
+    promtool(&["check", "rules", "railscope.rules.yml"]);
+    let mut tests: Vec<String> = std::fs::read_dir(workspace().join("alerts/tests"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| format!("tests/{}", e.file_name().to_string_lossy()))
+        .filter(|n| n.ends_with(".test.yml"))
+        .collect();
+    tests.sort();
+    assert!(tests.len() >= 2);
+    let mut args = vec!["test", "rules"];
+    args.extend(tests.iter().map(String::as_str));
+    let out = promtool(&args);
+    assert_eq!(out.matches("SUCCESS").count(), tests.len(), "{out}");
+}
+
+#[test]
+fn every_alert_has_severity_summary_and_runbook() {
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let runbook = std::fs::read_to_string(workspace().join("alerts/RUNBOOK.md")).unwrap();
+    let tests = ["fleet", "faults"]
+        .map(|t| {
+            std::fs::read_to_string(workspace().join(format!("alerts/tests/{t}.test.yml"))).unwrap()
+        })
+        .concat();
+    let mut alerts = 0;
+    for block in rules.split("- alert: ").skip(1) {
+        let name = block.lines().next().unwrap().trim();
+        let body = block.split("\n      - ").next().unwrap();
+        assert!(body.contains("severity: "), "{name} has no severity");
+        assert!(
+            body.contains("summary: \"{{ $labels.instance }}"),
+            "{name}'s summary does not start with the node"
+        );
+        let anchor = format!("alerts/RUNBOOK.md#{}", name.to_lowercase());
+        assert!(
+            body.contains(&format!("runbook_url: \"{anchor}\"")),
+            "{name} links no runbook entry {anchor}"
+        );
+        assert!(
+            runbook.contains(&format!("### {name}\n")),
+            "RUNBOOK.md has no section for {name}"
+        );
+        assert!(
+            tests.contains(&format!(
+                "alertname: {name}\n        exp_alerts:\n          - exp_labels:"
+            )),
+            "{name} is never shown firing in a unit test"
+        );
+        alerts += 1;
+    }
+    assert!(alerts >= 25, "only {alerts} alerts");
+}
