@@ -135,9 +135,12 @@ impl Scheduler {
     }
 
     /// Returns a collection that started no earlier than this call, sharing one that is
-    /// already running. `timeout` bounds each source of a collection this call starts.
+    /// already running. `timeout` bounds each source of a collection this call starts, and
+    /// how long this call waits for one it joins: a scrape with a short deadline that joins a
+    /// longer collection answers in time, with every source reported failed.
     pub async fn collect(self: &Arc<Self>, timeout: Duration) -> Arc<Collection> {
         self.requests.fetch_add(1, Ordering::Relaxed);
+        let names = self.source_names();
         let shared = {
             let mut inflight = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
             match inflight.as_ref() {
@@ -179,7 +182,22 @@ impl Scheduler {
                 }
             }
         };
-        shared.await
+        match tokio::time::timeout(timeout, shared).await {
+            Ok(collection) => collection,
+            Err(_) => Arc::new(Collection {
+                outcomes: names
+                    .into_iter()
+                    .map(|name| SourceOutcome {
+                        name,
+                        success: false,
+                        duration: timeout,
+                        data: None,
+                        errors: 0,
+                    })
+                    .collect(),
+                sequence: 0,
+            }),
+        }
     }
 
     async fn run(self: &Arc<Self>, sequence: u64, timeout: Duration) -> Collection {
@@ -214,8 +232,16 @@ impl Scheduler {
         }
         let source = Arc::clone(&slot.source);
         let running = Arc::clone(&slot.running);
+        // Sources that wait on parts of the node separately return what they have a little
+        // before the scrape deadline, so the parts that did answer are still exported.
+        let remaining = deadline
+            .into_std()
+            .saturating_duration_since(Instant::now());
+        let source_deadline = Instant::now() + remaining.mul_f64(0.9);
         let handle = tokio::task::spawn_blocking(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| source.collect()));
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                source.collect_until(source_deadline)
+            }));
             running.store(false, Ordering::Release);
             result
         });
@@ -386,6 +412,10 @@ mod tests {
         let start = Instant::now();
         let first = scheduler.collect(Duration::from_millis(200)).await;
         assert!(
+            first.sequence > 0,
+            "the collection itself ends at its deadline, not the wait"
+        );
+        assert!(
             start.elapsed() < Duration::from_millis(1200),
             "the scrape waited for the hung source"
         );
@@ -406,6 +436,26 @@ mod tests {
         let third = scheduler.collect(Duration::from_secs(5)).await;
         assert!(third.outcomes[0].success);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_short_scrape_joining_a_long_collection_answers_in_time() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let scheduler = Arc::new(Scheduler::new(vec![Box::new(Slow {
+            calls: calls.clone(),
+            sleep: Duration::from_millis(800),
+        })]));
+        let long = {
+            let s = Arc::clone(&scheduler);
+            tokio::spawn(async move { s.collect(Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let start = Instant::now();
+        let short = scheduler.collect(Duration::from_millis(200)).await;
+        assert!(start.elapsed() < Duration::from_millis(600));
+        assert!(!short.outcomes[0].success);
+        assert!(long.await.unwrap().outcomes[0].success);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
     #[test]

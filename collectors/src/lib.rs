@@ -18,6 +18,7 @@ pub mod dcb;
 pub mod error;
 pub mod ethtool;
 pub mod fs;
+pub mod gpu;
 pub mod host;
 pub mod infiniband;
 pub mod netdev;

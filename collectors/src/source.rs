@@ -22,6 +22,8 @@ pub enum SourceData {
     Ethtool(crate::ethtool::Snapshot),
     /// The `dcb` source's snapshot.
     Dcb(crate::dcb::Snapshot),
+    /// The `gpu` source's snapshot.
+    Gpu(crate::gpu::Snapshot),
     /// The `pci` source's snapshot.
     Pci(crate::pci::Snapshot),
     /// The `topology` source's snapshot.
@@ -49,6 +51,12 @@ pub trait Source: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// Reads the node once.
     fn collect(&self) -> SourceReport;
+    /// Reads the node once, returning what it has by `deadline` (sources that can wait on
+    /// parts of the node separately, like one worker per GPU, override this).
+    fn collect_until(&self, deadline: std::time::Instant) -> SourceReport {
+        let _ = deadline;
+        self.collect()
+    }
 }
 
 /// The kind of value an option takes.
@@ -114,6 +122,7 @@ pub static SOURCES: &[SourceSpec] = &[
     crate::netdev::SPEC,
     crate::ethtool::SPEC,
     crate::dcb::SPEC,
+    crate::gpu::SPEC,
     crate::pci::SPEC,
     crate::topology::SPEC,
     crate::host::SPEC,

@@ -4,6 +4,7 @@
 
 pub mod dcb;
 pub mod ethtool;
+pub mod gpu;
 pub mod infiniband;
 pub mod netdev;
 pub mod pci;
@@ -31,6 +32,7 @@ pub fn families(
             Some(SourceData::Netdev(snapshot)) => out.extend(netdev::families(snapshot)),
             Some(SourceData::Ethtool(snapshot)) => out.extend(ethtool::families(snapshot)),
             Some(SourceData::Dcb(snapshot)) => out.extend(dcb::families(snapshot)),
+            Some(SourceData::Gpu(snapshot)) => out.extend(gpu::families(snapshot)),
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),

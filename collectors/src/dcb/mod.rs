@@ -1,27 +1,68 @@
-//! The `dcb` source (being built).
+//! The `dcb` source: Priority Flow Control (IEEE 802.1Qbb) configuration and per-priority
+//! PFC frame counts of the selected netdevs, from the kernel's DCB netlink interface.
+//!
+//! Kernel interface: rtnetlink `RTM_GETDCB` with `DCB_CMD_IEEE_GET` (`NETLINK_ROUTE`;
+//! `include/uapi/linux/dcbnl.h`, `net/dcb/dcbnl.c`), one request per netdev, answered by
+//! the driver's `ieee_getpfc` op with a `struct ieee_pfc`: `pfc_cap`, the `pfc_en` bitmap of
+//! priorities with PFC enabled, `mbc`, `delay`, and `requests[8]` / `indications[8]`. It
+//! needs no privilege (`dcb_doit()` checks `CAP_NET_ADMIN` for `RTM_SETDCB` only). iproute2's
+//! `dcb pfc show dev X` reads the same structure. [`wire`] holds the bytes.
+//!
+//! **The direction of the counters depends on the driver.** The uapi header says
+//! `requests` counts sent PFC frames and `indications` received ones; mlx5
+//! (`mlx5e_dcbnl_ieee_getpfc`: `tx_pause` / `rx_pause`), ice and i40e
+//! (`priority_xoff_tx` / `priority_xoff_rx`) and hns3 follow it; **ixgbe** (`pxoffrxc` /
+//! `pxofftxc`) and **kvx** swap them. The values are passed through as the driver reports
+//! them; the netdev's driver is on `railscope_netdev_info{driver}`. **mlx5** fills them from
+//! its cached port counters, which only a full statistics update refreshes (an
+//! `ETHTOOL_GSTATS`, i.e. `ethtool -S` or the `ethtool` source): without one, they do not
+//! move.
+//!
+//! Failure semantics: a netdev without DCB ops answers `EOPNOTSUPP` (so does a kernel
+//! without `CONFIG_DCB`), one that vanished `ENODEV`, and kernels before network-namespace
+//! support in dcbnl answer `EINVAL` outside the initial namespace: all of these are "no
+//! data", not errors. A reply without `DCB_ATTR_IEEE_PFC` is no data too. Any other failure
+//! costs that netdev and is a [`CollectError`]. DCB is reached only through rtnetlink, so
+//! only netdevs of the agent's own network namespace (checked by name, `ifindex` and
+//! `address` against the sysfs tree, as the `netdev` source does) are asked; when none is,
+//! the source reports itself absent.
 
-use std::path::PathBuf;
+pub mod wire;
+
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use crate::error::CollectError;
 use crate::fs::{Fs, Roots};
+use crate::netdev::rtnl::RtnlSocket;
+use crate::netdev::{RTNETLINK_PATH, is_same_netdev};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
 use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use wire::Reply;
 
 /// The registry entry of this source.
 pub const SPEC: SourceSpec = SourceSpec {
     name: "dcb",
-    help: "(being built)",
+    help: "PFC-enabled priorities and per-priority PFC request/indication counts over DCB netlink (RTM_GETDCB, DCB_CMD_IEEE_GET).",
     default_enabled: true,
     options: &FILTER_OPTIONS,
     build,
 };
+
+/// How long one rtnetlink receive may wait.
+pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Errnos that mean "this netdev has no DCB", not a failure.
+pub const NO_DCB_ERRNOS: [i32; 3] = [libc::EOPNOTSUPP, libc::ENODEV, libc::EINVAL];
 
 fn build(
     roots: &Roots,
     fs: Arc<dyn Fs>,
     options: &OptionValues,
 ) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(Stub {
+    Ok(Box::new(DcbSource {
         fs,
         sysfs: roots.sysfs.clone(),
         filter: NetdevFilter::from_options(options)?,
@@ -31,28 +72,196 @@ fn build(
 /// What the source read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
-    /// Netdevs read.
-    pub netdevs: Vec<String>,
+    /// The netdevs whose driver reported PFC, sorted by name.
+    pub netdevs: Vec<NetdevPfc>,
 }
 
+/// One netdev's PFC state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetdevPfc {
+    /// The netdev's name.
+    pub name: String,
+    /// What its driver reported.
+    pub pfc: IeeePfc,
+}
+
+/// `struct ieee_pfc`, as the driver filled it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IeeePfc {
+    /// How many traffic classes may have PFC enabled at once.
+    pub pfc_cap: u8,
+    /// Bitmap of priorities with PFC enabled: bit *p* is priority *p*.
+    pub pfc_en: u8,
+    /// MACsec bypass capability.
+    pub mbc: u8,
+    /// Allowance made for a round-trip propagation delay, in bit times (mlx5: the cable
+    /// length in metres).
+    pub delay: u16,
+    /// PFC frames per priority; sent by the uapi's definition (mlx5, ice, i40e, hns3),
+    /// received on ixgbe and kvx.
+    pub requests: [u64; wire::IEEE_8021QAZ_MAX_TCS],
+    /// PFC frames per priority; received by the uapi's definition, sent on ixgbe and kvx.
+    pub indications: [u64; wire::IEEE_8021QAZ_MAX_TCS],
+}
+
+impl IeeePfc {
+    /// Whether PFC is enabled on `priority` (0–7).
+    pub fn enabled(&self, priority: usize) -> bool {
+        priority < 8 && self.pfc_en & (1 << priority) != 0
+    }
+}
+
+/// Reads DCB PFC state over rtnetlink.
 #[derive(Debug)]
-struct Stub {
+pub struct DcbSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
     filter: NetdevFilter,
 }
 
-impl Source for Stub {
+impl DcbSource {
+    /// Reads every selected netdev of the agent's network namespace.
+    pub fn read(&self) -> SourceReport {
+        let class = self.sysfs.join("class/net");
+        let mut report = SourceReport {
+            data: Some(SourceData::Dcb(Snapshot::default())),
+            errors: Vec::new(),
+            absent: None,
+        };
+        if !self.fs.exists(&class) {
+            report.absent = Some(format!("{} does not exist", class.display()));
+            return report;
+        }
+        let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
+        if selected.is_empty() {
+            return report;
+        }
+        let mut socket = match RtnlSocket::open(RECEIVE_TIMEOUT) {
+            Ok(socket) => socket,
+            Err(err) => {
+                report
+                    .errors
+                    .push(CollectError::io(None, Path::new(RTNETLINK_PATH), &err));
+                return report;
+            }
+        };
+        let links = match socket.dump_links() {
+            Ok(links) => links,
+            Err(err) => {
+                report
+                    .errors
+                    .push(CollectError::io(None, Path::new(RTNETLINK_PATH), &err));
+                return report;
+            }
+        };
+        let mut netdevs = Vec::new();
+        let mut in_namespace = 0;
+        for name in selected {
+            let live = links.iter().any(|link| {
+                is_same_netdev(
+                    self.fs.as_ref(),
+                    &self.sysfs,
+                    &name,
+                    link,
+                    &mut report.errors,
+                )
+            });
+            if !live {
+                continue;
+            }
+            in_namespace += 1;
+            match query(&mut socket, &name) {
+                Ok(Some(pfc)) => netdevs.push(NetdevPfc { name, pfc }),
+                Ok(None) => {}
+                Err(err) => {
+                    let path = PathBuf::from(format!("rtnetlink:RTM_GETDCB/{name}"));
+                    report
+                        .errors
+                        .push(CollectError::io(Some(&name), &path, &err));
+                }
+            }
+        }
+        if in_namespace == 0 {
+            report.absent = Some(format!(
+                "none of the selected netdevs under {} is in the agent's network namespace; DCB is read over rtnetlink only",
+                class.display()
+            ));
+        }
+        report.data = Some(SourceData::Dcb(Snapshot { netdevs }));
+        report
+    }
+}
+
+impl Source for DcbSource {
     fn name(&self) -> &'static str {
         SPEC.name
     }
 
     fn collect(&self) -> SourceReport {
-        let netdevs = self.filter.select(self.fs.as_ref(), &self.sysfs);
-        SourceReport {
-            data: Some(SourceData::Dcb(Snapshot { netdevs })),
-            errors: Vec::new(),
-            absent: None,
+        self.read()
+    }
+}
+
+/// Asks for one netdev's IEEE DCB state; `Ok(None)` when it has no DCB or no PFC.
+fn query(socket: &mut RtnlSocket, name: &str) -> io::Result<Option<IeeePfc>> {
+    let seq = socket.next_seq();
+    socket.send(&wire::encode_ieee_get(name, seq))?;
+    let deadline = Instant::now() + RECEIVE_TIMEOUT * 2;
+    loop {
+        let datagram = socket.recv()?;
+        match wire::decode_datagram(datagram, seq).map_err(io::Error::other)? {
+            Some(Reply::Ieee { pfc, .. }) => return Ok(pfc),
+            Some(Reply::Error(0)) => return Ok(None),
+            Some(Reply::Error(errno)) if NO_DCB_ERRNOS.contains(&errno) => return Ok(None),
+            Some(Reply::Error(errno)) => return Err(io::Error::from_raw_os_error(errno)),
+            None if Instant::now() >= deadline => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no DCB reply in time",
+                ));
+            }
+            None => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::RealFs;
+
+    fn source(sysfs: &Path, include: &str) -> DcbSource {
+        DcbSource {
+            fs: Arc::new(RealFs),
+            sysfs: sysfs.to_path_buf(),
+            filter: NetdevFilter {
+                include: Some(regex::Regex::new(include).unwrap()),
+                exclude: None,
+            },
+        }
+    }
+
+    #[test]
+    fn loopback_has_no_dcb_and_that_is_not_an_error() {
+        // `lo` of the live namespace: the kernel answers EOPNOTSUPP (no dcbnl_ops).
+        let report = source(Path::new(crate::fs::DEFAULT_SYSFS), "^lo$").read();
+        assert_eq!(report.errors, vec![]);
+        assert_eq!(report.absent, None);
+        assert!(
+            matches!(&report.data, Some(SourceData::Dcb(s)) if s.netdevs.is_empty()),
+            "no data"
+        );
+    }
+
+    #[test]
+    fn netdevs_of_another_namespace_are_not_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let nd = dir.path().join("class/net/ens9f0np0");
+        std::fs::create_dir_all(&nd).unwrap();
+        std::fs::write(nd.join("ifindex"), "42\n").unwrap();
+        let report = source(dir.path(), ".").read();
+        assert_eq!(report.errors, vec![]);
+        assert!(report.absent.is_some());
+        assert!(matches!(&report.data, Some(SourceData::Dcb(s)) if s.netdevs.is_empty()));
     }
 }

@@ -1,0 +1,130 @@
+//! Plain data the `gpu` source reads from NVML. Every value a GPU may not support is an
+//! `Option`.
+
+/// Everything the `gpu` source read in one collection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// `nvmlSystemGetDriverVersion`.
+    pub driver_version: Option<String>,
+    /// `nvmlSystemGetCudaDriverVersion` as `major.minor`.
+    pub cuda_version: Option<String>,
+    /// GPUs by NVML index.
+    pub gpus: Vec<Gpu>,
+}
+
+/// How reading a GPU went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GpuState {
+    /// Read.
+    #[default]
+    Ok,
+    /// NVML says the GPU fell off the bus (`NVML_ERROR_GPU_IS_LOST`).
+    Lost,
+    /// Its worker did not answer before the deadline (a call hangs inside the driver).
+    Timeout,
+    /// The device handle could not be obtained.
+    Error,
+}
+
+impl GpuState {
+    /// Every state, for state-set export.
+    pub const ALL: [GpuState; 4] = [
+        GpuState::Ok,
+        GpuState::Lost,
+        GpuState::Timeout,
+        GpuState::Error,
+    ];
+
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuState::Ok => "ok",
+            GpuState::Lost => "lost",
+            GpuState::Timeout => "timeout",
+            GpuState::Error => "error",
+        }
+    }
+}
+
+/// What does not change while the driver is loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// `GPU-...`.
+    pub uuid: Option<String>,
+    /// `NVIDIA H100 80GB HBM3`.
+    pub name: Option<String>,
+    /// Board serial.
+    pub serial: Option<String>,
+    /// PCI address in sysfs form (`0000:18:00.0`).
+    pub pci_address: Option<String>,
+    /// NUMA node.
+    pub numa_node: Option<u32>,
+}
+
+/// One NVLink.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NvLink {
+    /// Link index.
+    pub link: u32,
+    /// `nvmlDeviceGetNvLinkState`.
+    pub active: Option<bool>,
+    /// `nvmlDeviceGetNvLinkVersion`, raw.
+    pub version: Option<u32>,
+    /// The remote end's PCI address (sysfs form).
+    pub remote_pci_address: Option<String>,
+    /// `gpu`, `switch`, `ibmnpu` or `unknown`.
+    pub remote_type: Option<&'static str>,
+    /// Error counters: `replay`, `recovery`, `crc_flit`, `crc_data`.
+    pub errors: Vec<(&'static str, u64)>,
+    /// Data bytes sent (NVML field 138 with this link as scope; KiB in NVML, converted).
+    pub tx_bytes: Option<f64>,
+    /// Data bytes received (field 139).
+    pub rx_bytes: Option<f64>,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gpu {
+    /// NVML index.
+    pub index: u32,
+    /// How reading it went.
+    pub state: GpuState,
+    /// Static identity (kept from the last successful read when the GPU is lost).
+    pub identity: Identity,
+    /// Persistence mode.
+    pub persistence_mode: Option<bool>,
+    /// GPU and memory utilization in percent.
+    pub utilization: Option<(u32, u32)>,
+    /// Memory used and total in bytes.
+    pub memory: Option<(u64, u64)>,
+    /// Core temperature in °C.
+    pub temperature_c: Option<u32>,
+    /// Power draw in mW.
+    pub power_mw: Option<u32>,
+    /// Enforced power limit in mW.
+    pub power_limit_mw: Option<u32>,
+    /// (`sm`/`memory`, current MHz, max MHz).
+    pub clocks: Vec<(&'static str, Option<u32>, Option<u32>)>,
+    /// Every throttle (clock event) reason and whether it is active.
+    pub throttle: Vec<(&'static str, bool)>,
+    /// ECC errors: (`corrected`/`uncorrected`, `volatile`/`aggregate`, count).
+    pub ecc: Vec<(&'static str, &'static str, u64)>,
+    /// Remapped rows: correctable, uncorrectable, pending, failure.
+    pub remapped_rows: Option<(u32, u32, bool, bool)>,
+    /// Retired pages by cause (`single_bit_ecc`, `double_bit_ecc`).
+    pub retired_pages: Vec<(&'static str, u64)>,
+    /// PCIe generation and width: (current gen, max gen, current width, max width).
+    pub pcie_link: Option<(u32, u32, u32, u32)>,
+    /// PCIe replays.
+    pub pcie_replays: Option<u32>,
+    /// PCIe throughput in KB/s: (tx, rx).
+    pub pcie_throughput_kbps: Option<(u32, u32)>,
+    /// GPU fabric (state, status) on NVSwitch systems.
+    pub fabric: Option<(u32, u32)>,
+    /// NVLinks.
+    pub nvlinks: Vec<NvLink>,
+    /// XID errors seen since the agent started, by code.
+    pub xid_errors: Vec<(u64, u64)>,
+    /// Calls that failed other than with NotSupported: (what, NVML error).
+    pub failures: Vec<(&'static str, String)>,
+}

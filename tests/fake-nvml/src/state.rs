@@ -1,0 +1,261 @@
+//! The library's process-wide state: init refcount, the loaded fixture (re-read when the
+//! file changes), device handles and event sets.
+//!
+//! One `Mutex` guards it, and it is **never held while a call sleeps** (`hang_ms`): a call
+//! takes a snapshot (`Arc<Fixture>`) under the lock, releases it, then sleeps and answers
+//! from the snapshot, so a hung GPU does not hold up the others.
+
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use nvml_wrapper_sys::bindings::{
+    nvmlDevice_st, nvmlDevice_t, nvmlReturn_enum_NVML_ERROR_DRIVER_NOT_LOADED as DRIVER_NOT_LOADED,
+    nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as GPU_IS_LOST,
+    nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT as INVALID_ARGUMENT,
+    nvmlReturn_enum_NVML_ERROR_UNINITIALIZED as UNINITIALIZED,
+    nvmlReturn_enum_NVML_ERROR_UNKNOWN as UNKNOWN, nvmlReturn_t,
+};
+
+use crate::fixture::{Fixture, Gpu};
+use crate::{FIXTURE_ENV, MAX_GPUS};
+
+/// An NVML return code other than success.
+pub(crate) type Ret = nvmlReturn_t;
+
+/// Identity of the fixture file as last read: a change to any part triggers a re-read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileKey {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: Option<SystemTime>,
+}
+
+/// What one event set has asked for and been given.
+#[derive(Debug, Default)]
+pub(crate) struct EventSet {
+    /// Event type mask registered per GPU index.
+    pub registered: BTreeMap<usize, u64>,
+    /// XID events already delivered: (GPU index, position in its `xid_events`).
+    pub delivered: HashSet<(usize, usize)>,
+}
+
+#[derive(Default)]
+struct State {
+    init_count: u32,
+    /// Set by `railscopeFakeNvmlSetFixture`; wins over the environment variable.
+    override_path: Option<PathBuf>,
+    loaded: Option<(FileKey, Arc<Fixture>)>,
+    /// The last load error printed, so a broken file is reported once, not per call.
+    last_error: Option<String>,
+    /// Event sets by address; the `Box` gives each a unique, stable address.
+    event_sets: BTreeMap<usize, (Box<u8>, EventSet)>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    init_count: 0,
+    override_path: None,
+    loaded: None,
+    last_error: None,
+    event_sets: BTreeMap::new(),
+});
+
+/// Device handles are addresses inside this array (`&HANDLES[i]`): unique, stable across
+/// fixture reloads, range-checkable, and never dereferenced by anyone.
+static HANDLES: [u8; MAX_GPUS] = [0; MAX_GPUS];
+
+fn lock() -> MutexGuard<'static, State> {
+    // A panic inside a call is already turned into NVML_ERROR_UNKNOWN; the state it left
+    // is still consistent (every update is a single assignment), so poisoning is ignored.
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn fixture_path(state: &State) -> Option<PathBuf> {
+    state
+        .override_path
+        .clone()
+        .or_else(|| std::env::var_os(FIXTURE_ENV).map(PathBuf::from))
+}
+
+/// Re-reads the fixture if its file changed. A file that fails to load keeps the previous
+/// fixture (a writer caught mid-write) and is reported on stderr once.
+fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
+    let Some(path) = fixture_path(state) else {
+        report(
+            state,
+            format!("no fixture: set {FIXTURE_ENV} to a fixture file"),
+        );
+        return Err(DRIVER_NOT_LOADED);
+    };
+    let key = match std::fs::metadata(&path) {
+        Ok(m) => FileKey {
+            path: path.clone(),
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: m.modified().ok(),
+        },
+        Err(e) => {
+            report(
+                state,
+                format!("failed to read fixture {}: {e}", path.display()),
+            );
+            return state.loaded.as_ref().map(|(_, f)| f.clone()).ok_or(UNKNOWN);
+        }
+    };
+    if let Some((old, fixture)) = &state.loaded
+        && *old == key
+    {
+        return Ok(fixture.clone());
+    }
+    match Fixture::load(&path) {
+        Ok(fixture) => {
+            let fixture = Arc::new(fixture);
+            state.loaded = Some((key, fixture.clone()));
+            state.last_error = None;
+            Ok(fixture)
+        }
+        Err(e) => {
+            report(state, e.to_string());
+            state.loaded.as_ref().map(|(_, f)| f.clone()).ok_or(UNKNOWN)
+        }
+    }
+}
+
+fn report(state: &mut State, message: String) {
+    if state.last_error.as_deref() != Some(message.as_str()) {
+        eprintln!("railscope-fake-nvml: {message}");
+        state.last_error = Some(message);
+    }
+}
+
+/// Sets the fixture file of this loaded copy of the library (`None`: back to the
+/// environment variable).
+pub(crate) fn set_override(path: Option<PathBuf>) {
+    let mut state = lock();
+    state.override_path = path;
+    state.loaded = None;
+    state.last_error = None;
+}
+
+/// `nvmlInit*`: loads the fixture and counts the init.
+pub(crate) fn init() -> Result<(), Ret> {
+    let fixture = {
+        let mut state = lock();
+        refresh(&mut state)?
+    };
+    sleep_ms(fixture.hang_ms);
+    if let Some(code) = fixture.init_error {
+        return Err(code);
+    }
+    let mut state = lock();
+    state.init_count = state.init_count.saturating_add(1);
+    Ok(())
+}
+
+/// `nvmlShutdown`: one init fewer; `UNINITIALIZED` when there was none.
+pub(crate) fn shutdown() -> Result<(), Ret> {
+    let mut state = lock();
+    if state.init_count == 0 {
+        return Err(UNINITIALIZED);
+    }
+    state.init_count -= 1;
+    Ok(())
+}
+
+/// The current fixture for a call: checks init, re-reads a changed file, then sleeps the
+/// fixture's global `hang_ms` (with the lock released).
+pub(crate) fn snapshot() -> Result<Arc<Fixture>, Ret> {
+    let fixture = {
+        let mut state = lock();
+        if state.init_count == 0 {
+            return Err(UNINITIALIZED);
+        }
+        refresh(&mut state)?
+    };
+    sleep_ms(fixture.hang_ms);
+    Ok(fixture)
+}
+
+/// Sleeps `ms` milliseconds (the fake's model of a wedged driver).
+pub(crate) fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// The handle of GPU `index`.
+pub(crate) fn handle(index: usize) -> nvmlDevice_t {
+    HANDLES
+        .as_ptr()
+        .wrapping_add(index)
+        .cast::<nvmlDevice_st>()
+        .cast_mut()
+}
+
+/// The GPU index of a handle, `INVALID_ARGUMENT` for null, foreign or stale handles.
+pub(crate) fn index_of(device: nvmlDevice_t, fixture: &Fixture) -> Result<usize, Ret> {
+    let offset = (device as usize).wrapping_sub(HANDLES.as_ptr() as usize);
+    if device.is_null() || offset >= MAX_GPUS || offset >= fixture.gpus.len() {
+        return Err(INVALID_ARGUMENT);
+    }
+    Ok(offset)
+}
+
+/// The answer to "can this GPU be asked": sleeps its `hang_ms`, then `GPU_IS_LOST` if lost.
+pub(crate) fn gate(gpu: &Gpu) -> Result<(), Ret> {
+    sleep_ms(gpu.hang_ms);
+    if gpu.lost {
+        return Err(GPU_IS_LOST);
+    }
+    Ok(())
+}
+
+/// A call on one device: snapshot, handle check, hang and loss, then `f`.
+pub(crate) fn with_gpu<T>(
+    device: nvmlDevice_t,
+    f: impl FnOnce(&Gpu, &Fixture) -> Result<T, Ret>,
+) -> Result<T, Ret> {
+    let fixture = snapshot()?;
+    let index = index_of(device, &fixture)?;
+    let gpu = &fixture.gpus[index];
+    gate(gpu)?;
+    f(gpu, &fixture)
+}
+
+/// Creates an event set and returns its address.
+pub(crate) fn event_set_create() -> Result<usize, Ret> {
+    let mut state = lock();
+    if state.init_count == 0 {
+        return Err(UNINITIALIZED);
+    }
+    let anchor = Box::new(0u8);
+    let address = std::ptr::from_ref::<u8>(&anchor) as usize;
+    state
+        .event_sets
+        .insert(address, (anchor, EventSet::default()));
+    Ok(address)
+}
+
+/// Runs `f` on the event set at `address`; `INVALID_ARGUMENT` for an unknown address.
+pub(crate) fn with_event_set<T>(
+    address: usize,
+    f: impl FnOnce(&mut EventSet) -> T,
+) -> Result<T, Ret> {
+    let mut state = lock();
+    let (_, set) = state.event_sets.get_mut(&address).ok_or(INVALID_ARGUMENT)?;
+    Ok(f(set))
+}
+
+/// Frees the event set at `address`.
+pub(crate) fn event_set_free(address: usize) -> Result<(), Ret> {
+    lock()
+        .event_sets
+        .remove(&address)
+        .map(drop)
+        .ok_or(INVALID_ARGUMENT)
+}
