@@ -45,7 +45,7 @@ fn rules_are_valid_and_their_unit_tests_pass() {
 fn every_alert_has_severity_summary_and_runbook() {
     let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
     let runbook = std::fs::read_to_string(workspace().join("alerts/RUNBOOK.md")).unwrap();
-    let tests = ["fleet", "faults"]
+    let tests = ["fleet", "faults", "gpu"]
         .map(|t| {
             std::fs::read_to_string(workspace().join(format!("alerts/tests/{t}.test.yml"))).unwrap()
         })
