@@ -608,12 +608,13 @@ mod tests {
                 "netdev",
                 "ethtool",
                 "dcb",
+                "gpu",
                 "pci",
                 "topology",
                 "host"
             ]
         );
-        assert_eq!(c.collectors[5].options["rail-exclude"], "^0000:0c:00\\.0$");
+        assert_eq!(c.collectors[6].options["rail-exclude"], "^0000:0c:00\\.0$");
     }
 
     #[test]
@@ -622,7 +623,7 @@ mod tests {
             "collectors:\n  topology:\n    rails:\n      \"0000:18:00.0\": 0\n      mlx5_1: 1\n",
         );
         let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
-        assert_eq!(c.collectors[5].options["rails"], "0000:18:00.0=0,mlx5_1=1");
+        assert_eq!(c.collectors[6].options["rails"], "0000:18:00.0=0,mlx5_1=1");
         crate::build_scheduler(&c).unwrap();
         let bad = write_config("collectors:\n  topology:\n    rails:\n      mlx5_1: one\n");
         let c = run(&["--config.file", bad.path().to_str().unwrap()]).unwrap();

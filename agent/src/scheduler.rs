@@ -20,6 +20,9 @@ use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use railscope_collectors::{CollectError, Source, SourceData};
 
+/// How long past its deadline a scrape waits for the collection it started to return.
+const JOIN_GRACE: Duration = Duration::from_millis(250);
+
 /// How many distinct errors are remembered for log-once; past this, errors are still counted
 /// but logged at debug level only.
 const LOGGED_ERRORS_CAP: usize = 10_000;
@@ -141,11 +144,13 @@ impl Scheduler {
     pub async fn collect(self: &Arc<Self>, timeout: Duration) -> Arc<Collection> {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let names = self.source_names();
+        let mut started = false;
         let shared = {
             let mut inflight = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
             match inflight.as_ref() {
                 Some((_, shared)) => shared.clone(),
                 None => {
+                    started = true;
                     let sequence = self.sequence.fetch_add(1, Ordering::Relaxed) + 1;
                     let this = Arc::clone(self);
                     let task = tokio::spawn(async move {
@@ -182,7 +187,15 @@ impl Scheduler {
                 }
             }
         };
-        match tokio::time::timeout(timeout, shared).await {
+        // A collection this call started ends at its own deadline; allow it a moment to
+        // hand over what it has. One that was joined is waited for only as long as this
+        // scrape may wait.
+        let wait = if started {
+            timeout + JOIN_GRACE
+        } else {
+            timeout
+        };
+        match tokio::time::timeout(wait, shared).await {
             Ok(collection) => collection,
             Err(_) => Arc::new(Collection {
                 outcomes: names

@@ -109,11 +109,14 @@ impl Agent {
         let sys = fixtures().join(tree).join("sys");
         // The tree's own procfs (host source); a tree without one reads nothing from the host.
         let proc = fixtures().join(tree).join("proc");
+        // A fixture node has none of this machine's GPUs: never load a real NVML for it.
         let mut args = vec![
             "--path.sysfs",
             sys.to_str().unwrap(),
             "--path.procfs",
             proc.to_str().unwrap(),
+            "--collector.gpu.nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
         ];
         args.extend_from_slice(extra);
         Agent::start(&args)

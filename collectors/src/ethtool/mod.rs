@@ -1,18 +1,65 @@
-//! The `ethtool` source (being built).
+//! The `ethtool` source: driver statistics of netdevs, as `ethtool -S` shows them.
+//!
+//! Kernel interface: the `SIOCETHTOOL` ioctl with `ETHTOOL_GSSET_INFO`, `ETHTOOL_GSTRINGS` and
+//! `ETHTOOL_GSTATS` for the `ETH_SS_STATS` string set (`net/ethtool/ioctl.c`,
+//! `include/uapi/linux/ethtool.h`; [`ioctl`] holds the `unsafe`). Driver-private statistics
+//! have no netlink equivalent, and the per-priority PFC counters of mlx5
+//! (`drivers/net/ethernet/mellanox/mlx5/core/en_stats.c`) exist nowhere else.
+//!
+//! Which netdevs: [`NetdevFilter`] (the netdevs behind RDMA ports and the physical netdevs by
+//! default; `device-include` / `device-exclude`), applied before anything of a netdev is read.
+//! Which statistics: those [`names::parse`] knows (PFC pause frames, durations and transitions,
+//! pause storms, global pause, per-priority traffic, discards and ECN marks, RoCE-relevant port
+//! counters), plus any other statistic whose name `metrics-include` matches, untouched.
+//!
+//! Failure semantics: a netdev without statistics (`EOPNOTSUPP`) is no data. A netdev that is
+//! not in the agent's network namespace (`ENODEV`: `--path.sysfs` names another namespace's
+//! sysfs, or the netdev vanished after it was listed) is skipped quietly; when that is every
+//! selected netdev, the source reports itself absent with the reason, logged once. Any other
+//! failure, including a string set that changed between `GSTRINGS` and `GSTATS` twice in a
+//! row, costs that netdev's series only and is a [`CollectError`].
 
-use std::path::PathBuf;
+pub mod fake;
+pub mod ioctl;
+pub mod names;
+pub mod reader;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use regex::Regex;
+
+use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
-use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use crate::source::{
+    OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData, SourceReport,
+    SourceSpec, regex_option,
+};
+pub use names::Stat;
+pub use reader::{Error, IoctlReader, StatsReader};
+
+/// The options: the netdev filter and `metrics-include`.
+pub const OPTIONS: [OptionSpec; 3] = [
+    FILTER_OPTIONS[0],
+    FILTER_OPTIONS[1],
+    OptionSpec {
+        name: "metrics-include",
+        help: "Regular expression (unanchored) of other driver statistics (ethtool -S names) to export as railscope_ethtool_stat_total{netdev,stat}; none by default.",
+        kind: OptionKind::Regex,
+    },
+];
 
 /// The registry entry of this source.
 pub const SPEC: SourceSpec = SourceSpec {
     name: "ethtool",
-    help: "(being built)",
+    help: "Driver statistics over the SIOCETHTOOL ioctl (ethtool -S): per-priority PFC pause frames and durations, pause storms, per-priority traffic, discards and ECN marks.",
     default_enabled: true,
-    options: &FILTER_OPTIONS,
+    options: &OPTIONS,
     build,
 };
 
@@ -21,38 +68,196 @@ fn build(
     fs: Arc<dyn Fs>,
     options: &OptionValues,
 ) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(Stub {
+    let mut source = EthtoolSource::new(
+        roots,
         fs,
-        sysfs: roots.sysfs.clone(),
-        filter: NetdevFilter::from_options(options)?,
-    }))
+        NetdevFilter::from_options(options)?,
+        regex_option(options, "metrics-include")?,
+        Arc::new(IoctlReader),
+    );
+    source.live_namespace_only = true;
+    Ok(Box::new(source))
 }
 
-/// What the source read.
+/// What the source read in one collection.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
-    /// Netdevs read.
-    pub netdevs: Vec<String>,
+    /// Netdevs whose driver reported statistics, sorted by name.
+    pub netdevs: Vec<NetdevStats>,
 }
 
+/// The statistics of one netdev.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NetdevStats {
+    /// The netdev's name.
+    pub name: String,
+    /// How many statistics the driver reported in all.
+    pub reported: usize,
+    /// The statistics railscope knows, in the driver's order; each [`Stat`] at most once
+    /// (the first wins).
+    pub known: Vec<(Stat, u64)>,
+    /// Other statistics `metrics-include` matched, named as the driver names them (trimmed),
+    /// in the driver's order; each name at most once.
+    pub other: Vec<(String, u64)>,
+}
+
+impl NetdevStats {
+    /// Sorts a netdev's raw statistics into known ones and, when `include` matches, others.
+    pub fn from_raw(name: &str, raw: Vec<(String, u64)>, include: Option<&Regex>) -> Self {
+        let reported = raw.len();
+        let mut known = Vec::new();
+        let mut seen_known = BTreeSet::new();
+        let mut other = Vec::new();
+        let mut seen_other = BTreeSet::new();
+        for (stat_name, value) in raw {
+            match names::parse(&stat_name) {
+                Some(stat) => {
+                    if seen_known.insert(stat) {
+                        known.push((stat, value));
+                    }
+                }
+                None => {
+                    if include.is_some_and(|re| re.is_match(&stat_name))
+                        && seen_other.insert(stat_name.clone())
+                    {
+                        other.push((stat_name, value));
+                    }
+                }
+            }
+        }
+        NetdevStats {
+            name: name.to_owned(),
+            reported,
+            known,
+            other,
+        }
+    }
+}
+
+/// Reads driver statistics of the selected netdevs.
 #[derive(Debug)]
-struct Stub {
+pub struct EthtoolSource {
+    /// Ask only netdevs that are the same link in the agent's network namespace (same
+    /// name, ifindex and address in rtnetlink as in `--path.sysfs`), so a fixture root or
+    /// another namespace's sysfs never makes the ioctl reach a namesake here.
+    live_namespace_only: bool,
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
     filter: NetdevFilter,
+    metrics_include: Option<Regex>,
+    reader: Arc<dyn StatsReader>,
 }
 
-impl Source for Stub {
+impl EthtoolSource {
+    /// A source selecting netdevs under `roots` with `filter`, exporting the other statistics
+    /// `metrics_include` matches, reading through `reader`.
+    pub fn new(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        filter: NetdevFilter,
+        metrics_include: Option<Regex>,
+        reader: Arc<dyn StatsReader>,
+    ) -> Self {
+        EthtoolSource {
+            live_namespace_only: false,
+            fs,
+            sysfs: roots.sysfs.clone(),
+            filter,
+            metrics_include,
+            reader,
+        }
+    }
+
+    /// Reads every selected netdev.
+    pub fn read(&self) -> SourceReport {
+        let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
+        let mut netdevs = Vec::new();
+        let mut errors = Vec::new();
+        let mut elsewhere = 0;
+        let live = if self.live_namespace_only && !selected.is_empty() {
+            match crate::netdev::rtnl::RtnlSocket::open(std::time::Duration::from_secs(3))
+                .and_then(|mut s| s.dump_links())
+            {
+                Ok(links) => Some(links),
+                Err(err) => {
+                    errors.push(crate::error::CollectError::io(
+                        None,
+                        std::path::Path::new("rtnetlink:RTM_GETLINK"),
+                        &err,
+                    ));
+                    return SourceReport {
+                        data: Some(SourceData::Ethtool(Snapshot { netdevs })),
+                        errors,
+                        absent: None,
+                    };
+                }
+            }
+        } else {
+            None
+        };
+        for name in &selected {
+            if let Some(links) = &live
+                && !links.iter().any(|link| {
+                    crate::netdev::is_same_netdev(
+                        self.fs.as_ref(),
+                        &self.sysfs,
+                        name,
+                        link,
+                        &mut errors,
+                    )
+                })
+            {
+                elsewhere += 1;
+                continue;
+            }
+            match self.reader.read(name) {
+                Ok(raw) if raw.is_empty() => {}
+                Ok(raw) => netdevs.push(NetdevStats::from_raw(
+                    name,
+                    raw,
+                    self.metrics_include.as_ref(),
+                )),
+                Err(err) if err.errno() == Some(libc::ENODEV) => elsewhere += 1,
+                Err(err) => errors.push(collect_error(&self.sysfs, name, &err)),
+            }
+        }
+        let absent = (elsewhere > 0 && elsewhere == selected.len()).then(|| {
+            format!(
+                "none of the {elsewhere} selected netdevs under {} exists in the agent's network namespace (ENODEV); --path.sysfs may be another namespace's sysfs",
+                self.sysfs.join("class/net").display()
+            )
+        });
+        SourceReport {
+            data: Some(SourceData::Ethtool(Snapshot { netdevs })),
+            errors,
+            absent,
+        }
+    }
+}
+
+impl Source for EthtoolSource {
     fn name(&self) -> &'static str {
         SPEC.name
     }
 
     fn collect(&self) -> SourceReport {
-        let netdevs = self.filter.select(self.fs.as_ref(), &self.sysfs);
-        SourceReport {
-            data: Some(SourceData::Ethtool(Snapshot { netdevs })),
-            errors: Vec::new(),
-            absent: None,
-        }
+        self.read()
+    }
+}
+
+/// A [`CollectError`] for a netdev whose read failed; its path is the netdev's sysfs
+/// directory followed by the ioctl, so each netdev and ioctl is logged once.
+fn collect_error(sysfs: &Path, netdev: &str, err: &Error) -> CollectError {
+    let kind = match err {
+        Error::Socket { .. } | Error::Ioctl { .. } => ErrorKind::Io,
+        Error::Malformed { .. } => ErrorKind::Parse,
+        Error::SetChanged { .. } => ErrorKind::Unavailable,
+    };
+    CollectError {
+        device: Some(netdev.to_owned()),
+        path: sysfs.join("class/net").join(netdev).join(err.ioctl()),
+        errno: err.errno(),
+        kind,
+        detail: err.to_string(),
     }
 }
