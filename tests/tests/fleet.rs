@@ -1,0 +1,519 @@
+//! The end-to-end proof of the alert rules: four railscope agents on loopback, each on its
+//! own copy of the DGX H100 fixture tree and fake NVML fixture, scraped by a real Prometheus
+//! (Debian package) with the rules loaded, alerting through a real Alertmanager to a webhook
+//! receiver in this test. Faults are injected by changing fixture files during the run, and
+//! the test asserts that exactly the matching alerts arrive, with the right labels.
+//!
+//! The rules run with every duration divided by 60 (`for: 10m` becomes `for: 10s`, `[5m]`
+//! becomes `[5s]`) and a one-second scrape and evaluation interval, so the run fits in CI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nvidia_ml_fake::fixture::Fixture;
+use railscope_tests::{binary, fixtures, free_port, get, workspace};
+
+/// Kills the child processes when the test ends, however it ends.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The rule file with durations divided by 60 for a fast run.
+fn fast_rules() -> String {
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let mut out = String::with_capacity(rules.len());
+    let mut rest = rules.as_str();
+    // Durations appear as `[<n><unit>]`, `for: <n><unit>`, `offset <n><unit>` and
+    // `interval: <n><unit>`; scale each number+unit token.
+    while let Some(i) = rest.find(|c: char| c.is_ascii_digit()) {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        let digits = tail
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (number, after) = tail.split_at(digits);
+        let prev = out.chars().last().unwrap_or(' ');
+        let duration_context = matches!(prev, '[' | ' ')
+            && (out.ends_with("for: ")
+                || out.ends_with("offset ")
+                || out.ends_with("interval: ")
+                || prev == '[');
+        let unit = after.chars().next().unwrap_or(' ');
+        let next = after.chars().nth(1).unwrap_or(' ');
+        let is_unit = matches!(unit, 'm' | 'h') && !next.is_ascii_alphanumeric();
+        if duration_context && is_unit {
+            out.push_str(number);
+            out.push(if unit == 'm' { 's' } else { 'm' });
+            rest = &after[1..];
+        } else {
+            out.push_str(number);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A webhook receiver: collects every alert Alertmanager posts.
+fn webhook(received: Arc<Mutex<Vec<(Instant, serde_json::Value)>>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            // Read headers, then Content-Length bytes of body.
+            let body = loop {
+                let Ok(n) = stream.read(&mut chunk) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + len {
+                        break Some(buf[end + 4..end + 4 + len].to_vec());
+                    }
+                }
+            };
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            if let Some(body) = body
+                && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&body)
+            {
+                received.lock().unwrap().push((Instant::now(), value));
+            }
+        }
+    });
+    port
+}
+
+/// One simulated node: a copy of the fixture tree and of the fake NVML fixture.
+struct Node {
+    name: String,
+    sys: PathBuf,
+    nvml: PathBuf,
+    port: u16,
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    assert!(
+        Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// Adds `words` to a PMA data counter file.
+fn bump(path: &Path, words: u64) {
+    let v: u64 = std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::fs::write(path, format!("{}\n", v + words)).unwrap();
+}
+
+fn wait_http(port: u16, path: &str) {
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !get(addr, path, &[]).is_ok_and(|r| r.status == 200) {
+        assert!(
+            Instant::now() < deadline,
+            "127.0.0.1:{port}{path} never answered"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn tool(name: &str) -> String {
+    let ok = Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{name} is missing: install the Debian packages prometheus and prometheus-alertmanager"
+    );
+    name.to_owned()
+}
+
+#[test]
+fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
+    let prometheus = tool("prometheus");
+    let alertmanager = tool("prometheus-alertmanager");
+    let dir = tempfile::tempdir().unwrap();
+    let mut procs = Procs(Vec::new());
+    let lib = nvidia_ml_fake::library_path().unwrap();
+
+    // Four nodes of the same model.
+    let mut nodes = Vec::new();
+    for i in 1..=4 {
+        let root = dir.path().join(format!("n{i}"));
+        copy_tree(&fixtures().join("h100-cx7-ndr-ib"), &root);
+        let nvml = root.join("nvml.json");
+        Fixture::load(&workspace().join("tests/fake-nvml/fixtures/h100-sxm-8gpu.json"))
+            .unwrap()
+            .save(&nvml)
+            .unwrap();
+        let port = free_port();
+        let child = Command::new(binary())
+            .args([
+                "--web.listen-address",
+                &format!("127.0.0.1:{port}"),
+                "--log.level",
+                "error",
+            ])
+            .arg("--path.sysfs")
+            .arg(root.join("sys"))
+            .arg("--path.procfs")
+            .arg(root.join("proc"))
+            .arg("--collector.gpu.nvml-library")
+            .arg(&lib)
+            .env("RAILSCOPE_FAKE_NVML", &nvml)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        procs.0.push(child);
+        nodes.push(Node {
+            name: format!("n{i}"),
+            sys: root.join("sys"),
+            nvml,
+            port,
+        });
+    }
+
+    // Traffic on every rail of every node: 1 GB/s of data words per port, until a rail stops.
+    let stopped: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::new(Mutex::new(BTreeSet::new()));
+    let running = Arc::new(AtomicBool::new(true));
+    {
+        let nodes: Vec<(String, PathBuf)> = nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.sys.clone()))
+            .collect();
+        let (stopped, running) = (Arc::clone(&stopped), Arc::clone(&running));
+        std::thread::spawn(move || {
+            while running.load(Ordering::Relaxed) {
+                for (name, sys) in &nodes {
+                    for dev in 0..8 {
+                        let device = format!("mlx5_{dev}");
+                        if stopped
+                            .lock()
+                            .unwrap()
+                            .contains(&(name.clone(), device.clone()))
+                        {
+                            continue;
+                        }
+                        let counters = sys
+                            .join("class/infiniband")
+                            .join(&device)
+                            .join("ports/1/counters");
+                        bump(&counters.join("port_xmit_data"), 125_000_000);
+                        bump(&counters.join("port_rcv_data"), 125_000_000);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+    }
+
+    // Alertmanager delivering to the webhook.
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let hook = webhook(Arc::clone(&received));
+    let am_port = free_port();
+    let am_config = dir.path().join("alertmanager.yml");
+    std::fs::write(
+        &am_config,
+        format!(
+            "route:\n  receiver: test\n  group_by: [alertname, instance]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: false\n"
+        ),
+    )
+    .unwrap();
+    procs.0.push(
+        Command::new(&alertmanager)
+            .arg(format!("--config.file={}", am_config.display()))
+            .arg(format!(
+                "--storage.path={}",
+                dir.path().join("am").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{am_port}"))
+            .arg("--cluster.listen-address=")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    // Prometheus with the fast rules.
+    let rules = dir.path().join("railscope.rules.yml");
+    std::fs::write(&rules, fast_rules()).unwrap();
+    let targets: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("'127.0.0.1:{}'", n.port))
+        .collect();
+    let relabel: String = nodes
+        .iter()
+        .map(|n| format!("      - source_labels: [__address__]\n        regex: '127.0.0.1:{}'\n        target_label: instance\n        replacement: {}\n", n.port, n.name))
+        .collect();
+    let prom_port = free_port();
+    let prom_config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: railscope\n    static_configs:\n      - targets: [{}]\n    relabel_configs:\n{relabel}",
+            rules.display(),
+            targets.join(", ")
+        ),
+    )
+    .unwrap();
+    let check = Command::new("promtool")
+        .arg("check")
+        .arg("config")
+        .arg(&prom_config)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    procs.0.push(
+        Command::new(&prometheus)
+            .arg(format!("--config.file={}", prom_config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    for node in &nodes {
+        wait_http(node.port, "/-/ready");
+    }
+    wait_http(am_port, "/-/ready");
+    wait_http(prom_port, "/-/ready");
+
+    // A healthy fleet for a while: nothing may fire.
+    std::thread::sleep(Duration::from_secs(25));
+    let baseline: Vec<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(_, v)| alert_names(v))
+        .collect();
+    assert!(
+        baseline.is_empty(),
+        "alerts on a healthy fleet: {baseline:?}"
+    );
+
+    // Inject the faults.
+    let injected = Instant::now();
+    // n1: mlx5_2 retrains at 2X.
+    std::fs::write(
+        nodes[0].sys.join("class/infiniband/mlx5_2/ports/1/rate"),
+        "200 Gb/sec (2X NDR)\n",
+    )
+    .unwrap();
+    // n2: rail 3's counters stop while its siblings carry traffic.
+    stopped
+        .lock()
+        .unwrap()
+        .insert(("n2".to_owned(), "mlx5_3".to_owned()));
+    // n3: GPU 4 falls off the bus.
+    let mut f = Fixture::load(&nodes[2].nvml).unwrap();
+    f.gpus[4].lost = true;
+    f.save(&nodes[2].nvml).unwrap();
+    // n4: GPU 1's NVLink 7 goes inactive.
+    let mut f = Fixture::load(&nodes[3].nvml).unwrap();
+    f.gpus[1].nvlinks[7].active = false;
+    f.save(&nodes[3].nvml).unwrap();
+
+    let expected: BTreeSet<(&str, &str)> = [
+        ("RailscopePortRateBelowPeers", "n1"),
+        ("RailscopePortWidthBelowPeers", "n1"),
+        ("RailscopeRailImbalance", "n2"),
+        ("RailscopeGPULost", "n3"),
+        ("RailscopeNVLinkInactive", "n4"),
+    ]
+    .into();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut first_seen: BTreeMap<(String, String), Duration> = BTreeMap::new();
+    loop {
+        for (at, value) in received.lock().unwrap().iter() {
+            for alert in value["alerts"].as_array().into_iter().flatten() {
+                let name = alert["labels"]["alertname"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let instance = alert["labels"]["instance"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                first_seen
+                    .entry((name, instance))
+                    .or_insert_with(|| at.saturating_duration_since(injected));
+            }
+        }
+        let seen: BTreeSet<(&str, &str)> = first_seen
+            .keys()
+            .map(|(a, i)| (a.as_str(), i.as_str()))
+            .collect();
+        if expected.is_subset(&seen) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    running.store(false, Ordering::Relaxed);
+    let seen: BTreeSet<(&str, &str)> = first_seen
+        .keys()
+        .map(|(a, i)| (a.as_str(), i.as_str()))
+        .collect();
+    assert_eq!(
+        seen, expected,
+        "alerts that reached the webhook (time to arrive: {first_seen:?})"
+    );
+
+    // The right labels: device, port and rail for the port alerts, gpu and link for the others.
+    let all: Vec<serde_json::Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(_, v)| v["alerts"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let labels = |name: &str| {
+        all.iter()
+            .find(|a| a["labels"]["alertname"] == name)
+            .map(|a| a["labels"].clone())
+            .unwrap()
+    };
+    let rate = labels("RailscopePortRateBelowPeers");
+    assert_eq!(
+        (
+            rate["device"].as_str(),
+            rate["port"].as_str(),
+            rate["rail"].as_str()
+        ),
+        (Some("mlx5_2"), Some("1"), Some("2"))
+    );
+    let imbalance = labels("RailscopeRailImbalance");
+    assert_eq!(
+        (imbalance["device"].as_str(), imbalance["rail"].as_str()),
+        (Some("mlx5_3"), Some("3"))
+    );
+    let lost = labels("RailscopeGPULost");
+    assert_eq!(
+        (
+            lost["gpu"].as_str(),
+            lost["state"].as_str(),
+            lost["rail"].as_str()
+        ),
+        (Some("4"), Some("lost"), Some("4"))
+    );
+    let link = labels("RailscopeNVLinkInactive");
+    assert_eq!(
+        (link["gpu"].as_str(), link["link"].as_str()),
+        (Some("1"), Some("7"))
+    );
+    for a in &all {
+        assert!(
+            a["annotations"]["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(a["labels"]["instance"].as_str().unwrap_or("?"))),
+            "{a}"
+        );
+        assert!(
+            a["annotations"]["runbook_url"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("alerts/RUNBOOK.md#"))
+        );
+    }
+    eprintln!("time from injection to webhook: {first_seen:?}");
+}
+
+fn alert_names(value: &serde_json::Value) -> Vec<String> {
+    value["alerts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            format!(
+                "{}@{}",
+                a["labels"]["alertname"].as_str().unwrap_or("?"),
+                a["labels"]["instance"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_fast_rules_still_parse_and_keep_their_alerts() {
+    let fast = fast_rules();
+    assert!(
+        fast.contains("for: 10s")
+            && fast.contains("[5s]")
+            && fast.contains("[1m]")
+            && fast.contains("offset 15s")
+    );
+    assert!(!fast.contains("[5m]") && !fast.contains("for: 10m"));
+    assert!(
+        fast.contains("> 1e9") && fast.contains("0.5 *"),
+        "numbers that are not durations are untouched"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fast.yml");
+    std::fs::write(&path, &fast).unwrap();
+    let out = Command::new("promtool")
+        .arg("check")
+        .arg("rules")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        fast.matches("- alert: ").count(),
+        std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml"))
+            .unwrap()
+            .matches("- alert: ")
+            .count()
+    );
+}
