@@ -464,6 +464,115 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         );
     }
     eprintln!("time from injection to webhook: {first_seen:?}");
+
+    // Every dashboard query runs on this Prometheus; all but the live-only ones return data.
+    let empty = empty_dashboard_queries(prom_port);
+    assert!(
+        empty.is_empty(),
+        "dashboard queries without data on the fleet: {empty:#?}"
+    );
+}
+
+/// Metrics that may be absent on this fleet, so queries using them may be empty: ethtool and
+/// DCB read live netdevs, rtnetlink traffic counters come from the live namespace, IPoIB
+/// netdevs have no speed, InfiniBand ports get their active MTU only from verbs on a live
+/// node, the legacy OFED PMA counters exist on no DGX node, AER types and XID codes appear
+/// with their first error, and H100s have no retired pages (they remap rows).
+const LIVE_ONLY: &[&str] = &[
+    "railscope_netdev_speed_bytes_per_second",
+    "railscope_pci_aer_errors_by_type_total",
+    "railscope_gpu_xid_errors_total",
+    "railscope_gpu_retired_pages",
+    "active_mtu_bytes",
+    "railscope_pfc_",
+    "railscope_pause_",
+    "railscope_dcb_",
+    "railscope_netdev_priority_",
+    "railscope_netdev_out_of_buffer",
+    "railscope_netdev_phy_",
+    "railscope_netdev_bytes_total",
+    "railscope_netdev_errors_total",
+    "railscope_netdev_drops_total",
+    "railscope_netdev_carrier_changes_total",
+    "railscope_netdev_rdma_",
+    "railscope_netdev_ecn_",
+    "railscope_ethtool_",
+    "railscope_ib_port_pma_other_total",
+    "railscope_ib_port_active_mtu_bytes",
+    "railscope_ib_port_netdev_mtu_bytes",
+];
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Runs every dashboard query (variables set to match everything) and returns those that
+/// failed or returned nothing, leaving out queries that need live-only metrics.
+fn empty_dashboard_queries(prom_port: u16) -> Vec<String> {
+    let script = r#"
+import json, sys
+def walk(panels):
+    for p in panels:
+        yield p
+        yield from walk(p.get("panels", []))
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    for p in walk(d.get("panels", [])):
+        for t in p.get("targets", []):
+            if t.get("expr"):
+                print(" ".join(t["expr"].split()))
+"#;
+    let dir = workspace().join("dashboards");
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.join("railscope-node.json"))
+        .arg(dir.join("railscope-fleet.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let addr = format!("127.0.0.1:{prom_port}").parse().unwrap();
+    let mut empty = Vec::new();
+    for expr in String::from_utf8(out.stdout).unwrap().lines() {
+        let query = expr
+            .replace("$__rate_interval", "10s")
+            .replace("$__range", "1m")
+            .replace("$__interval", "1s")
+            .replace("$job", "railscope")
+            .replace("$instance", ".*")
+            .replace("$rail", ".*");
+        let resp = get(
+            addr,
+            &format!("/api/v1/query?query={}", percent_encode(&query)),
+            &[],
+        )
+        .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&resp.body).unwrap_or_default();
+        let ok = body["status"] == "success";
+        let has_data = body["data"]["result"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+            || body["data"]["resultType"] == "scalar";
+        if !ok || (!has_data && !LIVE_ONLY.iter().any(|m| expr.contains(m))) {
+            empty.push(format!(
+                "{expr} -> {}",
+                if ok {
+                    "no data".to_owned()
+                } else {
+                    body["error"].to_string()
+                }
+            ));
+        }
+    }
+    empty
 }
 
 fn alert_names(value: &serde_json::Value) -> Vec<String> {
