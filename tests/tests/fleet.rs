@@ -1,8 +1,12 @@
 //! The end-to-end proof of the alert rules: four railscope agents on loopback, each on its
-//! own copy of the DGX H100 fixture tree and fake NVML fixture, scraped by a real Prometheus
-//! (Debian package) with the rules loaded, alerting through a real Alertmanager to a webhook
-//! receiver in this test. Faults are injected by changing fixture files during the run, and
-//! the test asserts that exactly the matching alerts arrive, with the right labels.
+//! own copy of the DGX H100 fixture tree and fake NVML fixture, and a fifth RoCE node in a
+//! network namespace of its own whose veth reports mlx5 PFC statistics through the
+//! `tests/fake-ethtool` LD_PRELOAD shim, all scraped by a real Prometheus (Debian package)
+//! with the rules loaded, alerting through a real Alertmanager to a webhook receiver in this
+//! test. Faults are injected by changing fixture files during the run (a port at 2X, a rail
+//! whose counters stop, a lost GPU, an inactive NVLink, PFC pause time climbing), and the test
+//! asserts that exactly the matching alerts arrive, with the right labels, and that the
+//! dashboards' queries return data.
 //!
 //! The rules run with every duration divided by 60 (`for: 10m` becomes `for: 10s`, `[5m]`
 //! becomes `[5s]`) and a one-second scrape and evaluation interval, so the run fits in CI.
@@ -20,6 +24,93 @@ use std::time::{Duration, Instant};
 
 use nvidia_ml_fake::fixture::Fixture;
 use railscope_tests::{binary, fixtures, free_port, get, workspace};
+
+/// A network namespace with a veth pair to it, removed when dropped: the test host of the
+/// RoCE node, whose netdev is a real link in its namespace.
+struct Netns {
+    name: String,
+    host_if: String,
+}
+
+impl Netns {
+    fn create() -> Netns {
+        let id = std::process::id() % 10_000;
+        let ns = Netns {
+            name: format!("rsfleet{id}"),
+            host_if: format!("rsfa{id}"),
+        };
+        let peer = format!("rsfb{id}");
+        let run = |args: &[&str]| {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .expect("the ip tool (Debian package iproute2)");
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let _ = Command::new("ip").args(["netns", "del", &ns.name]).output();
+        let _ = Command::new("ip")
+            .args(["link", "del", &ns.host_if])
+            .output();
+        run(&["netns", "add", &ns.name]);
+        run(&[
+            "link",
+            "add",
+            &ns.host_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &peer,
+        ]);
+        run(&["link", "set", &peer, "netns", &ns.name]);
+        run(&["addr", "add", "10.233.77.1/30", "dev", &ns.host_if]);
+        run(&["link", "set", &ns.host_if, "up"]);
+        run(&[
+            "netns",
+            "exec",
+            &ns.name,
+            "ip",
+            "addr",
+            "add",
+            "10.233.77.2/30",
+            "dev",
+            &peer,
+        ]);
+        run(&["netns", "exec", &ns.name, "ip", "link", "set", &peer, "up"]);
+        run(&["netns", "exec", &ns.name, "ip", "link", "set", "lo", "up"]);
+        ns
+    }
+
+    fn peer(&self) -> String {
+        self.host_if.replace("rsfa", "rsfb")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host_if])
+            .output();
+    }
+}
+
+/// mlx5 statistics of a netdev with PFC on priority 3, as `<name> <value>` lines.
+fn write_ethtool_stats(path: &Path, rx_pause_us: u64) {
+    std::fs::write(
+        path,
+        format!(
+            "rx_prio3_pause 1200\nrx_prio3_pause_duration {rx_pause_us}\ntx_prio3_pause 35\ntx_prio3_pause_duration 2100\nrx_prio3_pause_transition 600\ntx_pause_storm_warning_events 0\ntx_pause_storm_error_events 0\n"
+        ),
+    )
+    .unwrap();
+}
 
 /// Kills the child processes when the test ends, however it ends.
 struct Procs(Vec<Child>);
@@ -145,7 +236,11 @@ fn bump(path: &Path, words: u64) {
 }
 
 fn wait_http(port: u16, path: &str) {
-    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    wait_http_at("127.0.0.1", port, path);
+}
+
+fn wait_http_at(host: &str, port: u16, path: &str) {
+    let addr = format!("{host}:{port}").parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !get(addr, path, &[]).is_ok_and(|r| r.status == 200) {
         assert!(
@@ -216,6 +311,49 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         });
     }
 
+    // n5: a RoCE node in its own network namespace, whose real veth reports mlx5 PFC
+    // statistics through the LD_PRELOAD shim in tests/fake-ethtool.
+    let netns = Netns::create();
+    let shim = binary()
+        .parent()
+        .unwrap()
+        .join("librailscope_fake_ethtool.so");
+    assert!(
+        shim.is_file(),
+        "{} missing: cargo build --workspace builds it",
+        shim.display()
+    );
+    let ethtool_stats = dir.path().join("ethtool-stats");
+    write_ethtool_stats(&ethtool_stats, 5_000_000);
+    let roce_port = free_port();
+    procs.0.push(
+        Command::new("ip")
+            .args(["netns", "exec", &netns.name, "env"])
+            .arg(format!("LD_PRELOAD={}", shim.display()))
+            .arg(format!(
+                "RAILSCOPE_FAKE_ETHTOOL={}",
+                ethtool_stats.display()
+            ))
+            .arg(format!("RAILSCOPE_FAKE_ETHTOOL_NETDEV={}", netns.peer()))
+            .arg(binary())
+            .args([
+                "--web.listen-address",
+                &format!("10.233.77.2:{roce_port}"),
+                "--log.level",
+                "error",
+            ])
+            .args([
+                "--collector.disable-defaults",
+                "--collector.ethtool",
+                "--collector.ethtool.device-include",
+            ])
+            .arg(format!("^{}$", netns.peer()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
     // Traffic on every rail of every node: 1 GB/s of data words per port, until a rail stops.
     let stopped: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::new(Mutex::new(BTreeSet::new()));
     let running = Arc::new(AtomicBool::new(true));
@@ -280,14 +418,16 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     // Prometheus with the fast rules.
     let rules = dir.path().join("railscope.rules.yml");
     std::fs::write(&rules, fast_rules()).unwrap();
-    let targets: Vec<String> = nodes
+    let mut targets: Vec<String> = nodes
         .iter()
         .map(|n| format!("'127.0.0.1:{}'", n.port))
         .collect();
-    let relabel: String = nodes
+    targets.push(format!("'10.233.77.2:{roce_port}'"));
+    let mut relabel: String = nodes
         .iter()
         .map(|n| format!("      - source_labels: [__address__]\n        regex: '127.0.0.1:{}'\n        target_label: instance\n        replacement: {}\n", n.port, n.name))
         .collect();
+    relabel.push_str(&format!("      - source_labels: [__address__]\n        regex: '10.233.77.2:{roce_port}'\n        target_label: instance\n        replacement: n5\n"));
     let prom_port = free_port();
     let prom_config = dir.path().join("prometheus.yml");
     std::fs::write(
@@ -326,6 +466,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     for node in &nodes {
         wait_http(node.port, "/-/ready");
     }
+    wait_http_at("10.233.77.2", roce_port, "/-/ready");
     wait_http(am_port, "/-/ready");
     wait_http(prom_port, "/-/ready");
 
@@ -359,6 +500,18 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     let mut f = Fixture::load(&nodes[2].nvml).unwrap();
     f.gpus[4].lost = true;
     f.save(&nodes[2].nvml).unwrap();
+    // n5: priority 3 is paused 60 % of the time.
+    {
+        let (path, running) = (ethtool_stats.clone(), Arc::clone(&running));
+        std::thread::spawn(move || {
+            let mut paused_us = 5_000_000u64;
+            while running.load(Ordering::Relaxed) {
+                paused_us += 300_000;
+                write_ethtool_stats(&path, paused_us);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+    }
     // n4: GPU 1's NVLink 7 goes inactive.
     let mut f = Fixture::load(&nodes[3].nvml).unwrap();
     f.gpus[1].nvlinks[7].active = false;
@@ -370,6 +523,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         ("RailscopeRailImbalance", "n2"),
         ("RailscopeGPULost", "n3"),
         ("RailscopeNVLinkInactive", "n4"),
+        ("RailscopePFCPauseStorm", "n5"),
     ]
     .into();
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -444,6 +598,11 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
             lost["rail"].as_str()
         ),
         (Some("4"), Some("lost"), Some("4"))
+    );
+    let storm = labels("RailscopePFCPauseStorm");
+    assert_eq!(
+        (storm["netdev"].as_str(), storm["priority"].as_str()),
+        (Some(netns.peer().as_str()), Some("3"))
     );
     let link = labels("RailscopeNVLinkInactive");
     assert_eq!(
