@@ -26,7 +26,12 @@ fn promtool(args: &[&str]) -> String {
 
 #[test]
 fn rules_are_valid_and_their_unit_tests_pass() {
-    promtool(&["check", "rules", "railscope.rules.yml"]);
+    promtool(&[
+        "check",
+        "rules",
+        "railscope.rules.yml",
+        "expectations.example.yml",
+    ]);
     let mut tests: Vec<String> = std::fs::read_dir(workspace().join("alerts/tests"))
         .unwrap()
         .filter_map(|e| e.ok())
