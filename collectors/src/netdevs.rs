@@ -95,8 +95,11 @@ pub fn rdma_netdevs(fs: &dyn Fs, sysfs: &Path) -> BTreeSet<String> {
         }
         for port in fs.read_dir(&dir.join("ports")).unwrap_or_default() {
             let ndevs = dir.join("ports").join(&port.name).join("gid_attrs/ndevs");
-            for slot in fs.read_dir(&ndevs).unwrap_or_default() {
-                if let Ok(name) = fs.read(&ndevs.join(&slot.name)) {
+            // The netdev of a RoCE port owns its default GIDs, which the kernel keeps in the
+            // first slots; reading those is enough (the table has up to 1024 slots, and every
+            // unused one fails with EINVAL).
+            for slot in ["0", "1", "2", "3"] {
+                if let Ok(name) = fs.read(&ndevs.join(slot)) {
                     let name = String::from_utf8_lossy(&name).trim().to_owned();
                     if !name.is_empty() {
                         out.insert(name);
