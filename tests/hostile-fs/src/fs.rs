@@ -1,14 +1,14 @@
 //! The FUSE file system: a read-only mirror of a directory that applies the rules.
 //!
-//! Entries and attributes are never cached by the kernel (zero TTLs), so a rule change takes
-//! effect on the next path walk. Files are opened with `FOPEN_DIRECT_IO`: like sysfs, every
+//! The kernel caches entries and attributes; whoever changes the rules invalidates every
+//! entry it may hold ([`known_entries`]), so the change takes effect on the next path walk
+//! while a scrape of a steady tree costs no lookups. Files are opened with `FOPEN_DIRECT_IO`: like sysfs, every
 //! regular file reports a size of 4096 and a read returns what the file holds now, however
 //! long or short that is.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -23,73 +23,53 @@ use crate::rules::{Action, Rules};
 /// The size every regular file reports, as sysfs attributes do.
 const ATTRIBUTE_SIZE: u64 = 4096;
 
-/// The rule file, re-read whenever it changes (checked on every request) or on demand.
+/// The rule file, read at start and again on [`RuleSource::reload`].
 #[derive(Debug)]
 pub struct RuleSource {
     path: Option<PathBuf>,
-    state: Mutex<(Option<Stamp>, Arc<Rules>)>,
+    rules: Mutex<Arc<Rules>>,
 }
 
-/// What identifies one version of the rule file: device, inode, modification time, length.
-type Stamp = (u64, u64, i64, i64, u64);
-
 impl RuleSource {
-    /// Loads `path` (no rules when `None` or while the file does not exist). An initial rule
-    /// file that does not parse is an error.
+    /// Loads `path` (no rules when `None`); a rule file that does not parse is an error.
     pub fn new(path: Option<PathBuf>) -> Result<RuleSource, String> {
         let source = RuleSource {
             path,
-            state: Mutex::new((None, Arc::new(Rules::default()))),
+            rules: Mutex::new(Arc::new(Rules::default())),
         };
-        source.load(true)?;
+        source.reload()?;
         Ok(source)
     }
 
     /// The rules in force now.
     pub fn current(&self) -> Arc<Rules> {
-        if let Err(err) = self.load(false) {
-            eprintln!("railscope-hostile-fs: keeping the previous rules: {err}");
-        }
-        self.lock().1.clone()
+        self.lock().clone()
     }
 
-    /// Re-reads the rule file even if it looks unchanged.
-    pub fn reload(&self) {
-        if let Err(err) = self.load(true) {
-            eprintln!("railscope-hostile-fs: keeping the previous rules: {err}");
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, (Option<Stamp>, Arc<Rules>)> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn load(&self, force: bool) -> Result<(), String> {
+    /// Re-reads the rule file; on error the rules in force stay. A missing file is no rules.
+    pub fn reload(&self) -> Result<(), String> {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let stamp = std::fs::metadata(path)
-            .ok()
-            .map(|m| (m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.len()));
-        let mut state = self.lock();
-        if !force && state.0 == stamp {
-            return Ok(());
-        }
-        state.0 = stamp;
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(err) => return Err(format!("{}: {err}", path.display())),
         };
-        state.1 = Arc::new(Rules::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+        let rules = Rules::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        *self.lock() = Arc::new(rules);
         Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Arc<Rules>> {
+        self.rules.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// Inode numbers for relative paths (`""` is the root, inode 1), handed out on first sight
 /// and kept for the life of the mount.
 #[derive(Debug, Default)]
-struct Inodes {
+pub struct Inodes {
     by_path: HashMap<String, u64>,
     paths: Vec<String>,
 }
@@ -99,7 +79,23 @@ struct Inodes {
 pub struct HostileFs {
     source: PathBuf,
     rules: Arc<RuleSource>,
-    inodes: Mutex<Inodes>,
+    inodes: Arc<Mutex<Inodes>>,
+}
+
+/// Every entry the kernel may have cached, as (parent inode, name): what to invalidate after
+/// the rules change.
+pub fn known_entries(inodes: &Mutex<Inodes>) -> Vec<(INodeNo, String)> {
+    let inodes = inodes.lock().unwrap_or_else(|e| e.into_inner());
+    inodes
+        .paths
+        .iter()
+        .filter(|path| !path.is_empty())
+        .map(|path| {
+            let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+            let parent = inodes.by_path.get(parent).copied().unwrap_or(1);
+            (INodeNo(parent), name.to_owned())
+        })
+        .collect()
 }
 
 impl HostileFs {
@@ -111,21 +107,26 @@ impl HostileFs {
         HostileFs {
             source,
             rules,
-            inodes: Mutex::new(inodes),
+            inodes: Arc::new(Mutex::new(inodes)),
         }
     }
 
-    fn inodes(&self) -> MutexGuard<'_, Inodes> {
+    /// The inode table, shared with whoever invalidates the kernel's caches.
+    pub fn inodes(&self) -> Arc<Mutex<Inodes>> {
+        self.inodes.clone()
+    }
+
+    fn table(&self) -> MutexGuard<'_, Inodes> {
         self.inodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn path_of(&self, ino: INodeNo) -> Option<String> {
         let index = usize::try_from(u64::from(ino)).ok()?.checked_sub(1)?;
-        self.inodes().paths.get(index).cloned()
+        self.table().paths.get(index).cloned()
     }
 
     fn ino_of(&self, path: &str) -> INodeNo {
-        let mut inodes = self.inodes();
+        let mut inodes = self.table();
         if let Some(ino) = inodes.by_path.get(path) {
             return INodeNo(*ino);
         }
@@ -231,7 +232,9 @@ fn slice(data: &[u8], offset: u64, size: u32) -> &[u8] {
     &data[start..end]
 }
 
-const TTL: Duration = Duration::ZERO;
+/// How long the kernel may cache entries and attributes. Path walks then cost no request;
+/// after a rule change every known entry is invalidated (see `main.rs`).
+const TTL: Duration = Duration::from_secs(3600);
 
 impl Filesystem for HostileFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {

@@ -1,8 +1,11 @@
 //! `railscope-hostile-fs SOURCE MOUNTPOINT [RULES]`: mounts a read-only FUSE mirror of the
 //! directory SOURCE (a fixture sysfs tree) on MOUNTPOINT, misbehaving on the paths the rule
-//! file RULES names (see `rules.rs` and the README). The rule file is re-read whenever it
-//! changes, and on SIGHUP. Prints `mounted` once the mount is up; SIGTERM or SIGINT unmount
-//! (lazily, so a reader stuck in a blocked read does not hold the mount) and exit.
+//! file RULES names (see `rules.rs` and the README).
+//!
+//! Prints `mounted` once the mount is up. SIGHUP re-reads the rule file, drops every entry the
+//! kernel cached, and prints `reloaded` (or `rules refused: WHY`, keeping the old rules) once
+//! the new rules are in force. SIGTERM or SIGINT unmount (lazily, so a reader stuck in a blocked
+//! read does not hold the mount) and exit.
 
 mod fs;
 mod rules;
@@ -61,14 +64,26 @@ fn run(source: PathBuf, mountpoint: PathBuf, rules: Option<PathBuf>) -> Result<(
     ];
     config.n_threads = Some(SESSION_THREADS);
     let filesystem = fs::HostileFs::new(source, rules.clone());
+    let inodes = filesystem.inodes();
     let session = fuser::spawn_mount(filesystem, &mountpoint, &config)
         .map_err(|e| format!("mounting on {}: {e}", mountpoint.display()))?;
-    println!("mounted");
-    let _ = std::io::stdout().flush();
+    let notifier = session.notifier();
+    say("mounted");
 
     loop {
         match signals.wait() {
-            Ok(Signal::SIGHUP) => rules.reload(),
+            Ok(Signal::SIGHUP) => match rules.reload() {
+                Ok(()) => {
+                    // Outside any request handler: an invalidation takes the directory's lock,
+                    // which a handler's own request may hold. Entries the kernel no longer
+                    // caches answer ENOENT, which is fine.
+                    for (parent, name) in fs::known_entries(&inodes) {
+                        let _ = notifier.inval_entry(parent, std::ffi::OsStr::new(&name));
+                    }
+                    say("reloaded");
+                }
+                Err(err) => say(&format!("rules refused: {err}")),
+            },
             Ok(_) => break,
             Err(err) => return Err(format!("waiting for signals: {err}")),
         }
@@ -80,4 +95,11 @@ fn run(source: PathBuf, mountpoint: PathBuf, rules: Option<PathBuf>) -> Result<(
     }
     std::mem::forget(session);
     Ok(())
+}
+
+/// One line on standard output, flushed: the protocol with whoever started the mount.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
