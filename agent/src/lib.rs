@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use railscope_collectors::{Fs, RealFs};
+use railscope_collectors::{Fs, GuardedFs, RealFs};
 
 use crate::config::{Config, ConfigError, Invocation};
 use crate::scheduler::Scheduler;
@@ -82,7 +82,10 @@ where
 
 /// Builds every enabled source; an invalid option names its flag.
 pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
-    let fs: Arc<dyn Fs> = Arc::new(RealFs);
+    // Every file-system read goes through the guard: a read that blocks in the kernel costs
+    // its device's series until it returns, never the scrape or the rest of the node.
+    let guard = Arc::new(GuardedFs::new(Arc::new(RealFs), config.roots.clone()));
+    let fs: Arc<dyn Fs> = guard.clone();
     let mut sources = Vec::new();
     for collector in config.collectors.iter().filter(|c| c.enabled) {
         let source = (collector.spec.build)(&config.roots, Arc::clone(&fs), &collector.options)
@@ -95,7 +98,7 @@ pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
             })?;
         sources.push(source);
     }
-    Ok(Scheduler::new(sources))
+    Ok(Scheduler::new(sources).with_guard(guard))
 }
 
 async fn serve(config: Config, scheduler: Arc<Scheduler>) -> Result<(), RunError> {

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
-use railscope_collectors::{CollectError, Source, SourceData};
+use railscope_collectors::guard::{self, BlockedDevice};
+use railscope_collectors::{CollectError, ErrorKind, GuardedFs, Source, SourceData};
 
 /// How long past its deadline a scrape waits for the collection it started to return.
 const JOIN_GRACE: Duration = Duration::from_millis(250);
@@ -60,6 +61,10 @@ pub struct Totals {
     pub collections: u64,
     /// Collection requests (scrapes), including those that shared a running collection.
     pub requests: u64,
+    /// Devices with a file-system operation blocked past its deadline now.
+    pub blocked: Vec<BlockedDevice>,
+    /// File-system operations that did not return in time, since start.
+    pub fs_timeouts: u64,
 }
 
 /// What identifies an error for log-once: collector, path, kind and errno.
@@ -82,6 +87,7 @@ pub struct Scheduler {
     requests: AtomicU64,
     logged_errors: Mutex<HashSet<ErrorKey>>,
     logged_absent: Mutex<HashSet<&'static str>>,
+    guard: Option<Arc<GuardedFs>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -116,7 +122,15 @@ impl Scheduler {
             requests: AtomicU64::new(0),
             logged_errors: Mutex::new(HashSet::new()),
             logged_absent: Mutex::new(HashSet::new()),
+            guard: None,
         }
+    }
+
+    /// Reports the blocked devices and timeouts of `guard`, the file system the sources read
+    /// through.
+    pub fn with_guard(mut self, guard: Arc<GuardedFs>) -> Self {
+        self.guard = Some(guard);
+        self
     }
 
     /// The names of the enabled sources.
@@ -134,6 +148,8 @@ impl Scheduler {
                 .collect(),
             collections: self.sequence.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
+            blocked: self.guard.as_ref().map(|g| g.blocked()).unwrap_or_default(),
+            fs_timeouts: self.guard.as_ref().map_or(0, |g| g.timeouts_total()),
         }
     }
 
@@ -253,7 +269,7 @@ impl Scheduler {
         let source_deadline = Instant::now() + remaining.mul_f64(0.9);
         let handle = tokio::task::spawn_blocking(move || {
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                source.collect_until(source_deadline)
+                guard::with_deadline(source_deadline, || source.collect_until(source_deadline))
             }));
             running.store(false, Ordering::Release);
             result
@@ -264,12 +280,20 @@ impl Scheduler {
                 if let Some(reason) = &report.absent {
                     self.log_absent(name, reason);
                 }
-                let errors = report.errors.len();
-                slot.errors_total
-                    .fetch_add(errors as u64, Ordering::Relaxed);
-                for error in &report.errors {
+                // Reads skipped because their device is blocked are not counted one by one:
+                // the read that blocked was, and the device shows in
+                // `railscope_sysfs_blocked_seconds` until it returns.
+                let mut errors = 0;
+                for error in report
+                    .errors
+                    .iter()
+                    .filter(|e| e.kind != ErrorKind::Skipped)
+                {
+                    errors += 1;
                     self.log_error(name, error);
                 }
+                slot.errors_total
+                    .fetch_add(errors as u64, Ordering::Relaxed);
                 SourceOutcome {
                     name,
                     success: report.data.is_some(),

@@ -19,6 +19,13 @@ pub enum ErrorKind {
     Unavailable,
     /// A device was listed but disappeared before it could be read.
     Vanished,
+    /// The read did not return before the collection's deadline; its device is skipped until it
+    /// does (see [`crate::guard`]).
+    Timeout,
+    /// Not read, because an earlier read of the same device is still blocked. Such errors are
+    /// not counted one by one: the blocked device is reported once, by the timeout and by
+    /// `railscope_sysfs_blocked_seconds`.
+    Skipped,
 }
 
 impl ErrorKind {
@@ -29,6 +36,8 @@ impl ErrorKind {
             ErrorKind::Parse => "parse",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Vanished => "vanished",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Skipped => "skipped",
         }
     }
 }
@@ -51,11 +60,18 @@ pub struct CollectError {
 impl CollectError {
     /// An I/O failure on `path`.
     pub fn io(device: Option<&str>, path: &Path, err: &io::Error) -> Self {
+        let kind = if crate::guard::is_skipped(err) {
+            ErrorKind::Skipped
+        } else if crate::guard::is_timed_out(err) {
+            ErrorKind::Timeout
+        } else {
+            ErrorKind::Io
+        };
         CollectError {
             device: device.map(str::to_owned),
             path: path.to_path_buf(),
             errno: err.raw_os_error(),
-            kind: ErrorKind::Io,
+            kind,
             detail: err.to_string(),
         }
     }
@@ -108,6 +124,9 @@ impl fmt::Display for CollectError {
                     self.path.display(),
                     self.detail
                 )
+            }
+            (ErrorKind::Timeout | ErrorKind::Skipped, _) => {
+                write!(f, "{}: {}", self.path.display(), self.detail)
             }
             (ErrorKind::Vanished, _) => {
                 write!(

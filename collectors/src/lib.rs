@@ -19,6 +19,7 @@ pub mod error;
 pub mod ethtool;
 pub mod fs;
 pub mod gpu;
+pub mod guard;
 pub mod host;
 pub mod infiniband;
 pub mod netdev;
@@ -30,6 +31,7 @@ pub mod topology;
 
 pub use error::{CollectError, ErrorKind};
 pub use fs::{Fault, FaultFs, Fs, RealFs, Roots};
+pub use guard::GuardedFs;
 pub use source::{
     OptionSpec, OptionValues, SOURCES, Source, SourceBuildError, SourceData, SourceReport,
     SourceSpec,

@@ -379,17 +379,70 @@ fn a_read_that_blocks_does_not_block_the_scrape() {
             took < Duration::from_millis(1900),
             "scrape {attempt} took {took:?}"
         );
-        let s = parse_samples(&resp.text());
+        let text = resp.text();
+        let s = parse_samples(&text);
+        // The blocked read costs its device, not the collector: mlx5_0 is exported in full,
+        // mlx5_1 is skipped and named as blocked.
         assert_eq!(
             value(
                 &s,
                 "railscope_collector_success",
                 &[("collector", "infiniband")]
             ),
-            0.0,
+            1.0,
             "scrape {attempt}"
         );
+        assert_eq!(
+            value(
+                &s,
+                "railscope_ib_port_state",
+                &[("device", "mlx5_0"), ("port", "1")]
+            ),
+            4.0,
+            "scrape {attempt}"
+        );
+        assert!(
+            !text.contains("railscope_ib_port_state{device=\"mlx5_1\""),
+            "scrape {attempt}: the blocked device is skipped"
+        );
+        assert!(
+            value(
+                &s,
+                "railscope_sysfs_blocked_seconds",
+                &[("path", "class/infiniband/mlx5_1")]
+            ) > 0.0,
+            "scrape {attempt}"
+        );
+        assert_eq!(
+            value(&s, "railscope_sysfs_read_timeouts_total", &[]),
+            1.0,
+            "scrape {attempt}: one blocked read, however many scrapes"
+        );
         assert!(value(&s, "process_threads", &[]) < 40.0, "threads pile up");
+    }
+    // Once the read returns, the device is back.
+    // Put a regular file back, then let the pending read through the FIFO.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&real).unwrap();
+    std::fs::remove_file(&real).unwrap();
+    std::fs::write(&real, "4: ACTIVE\n").unwrap();
+    std::io::Write::write_all(&mut writer, b"4: ACTIVE\n").unwrap();
+    drop(writer);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let resp = railscope_tests::get(addr, "/metrics", &[]).unwrap();
+        let text = resp.text();
+        if !text.contains("railscope_sysfs_blocked_seconds{") {
+            assert!(
+                text.contains("railscope_ib_port_state{device=\"mlx5_1\""),
+                "the device came back"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the blocked device never came back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
     let _ = child.kill();
     let _ = child.wait();

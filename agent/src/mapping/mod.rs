@@ -89,6 +89,21 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         "Scrapes of the metrics endpoint since start, including those that shared a running collection.",
     );
     requests.push(vec![], totals.requests);
+    let mut blocked = Family::gauge(
+        "railscope_sysfs_blocked_seconds",
+        "How long a read under this device directory has been blocked in the kernel; the device's series are skipped until it returns.",
+    );
+    for device in &totals.blocked {
+        blocked.push(
+            vec![("path", device.device.clone())],
+            device.blocked_for.as_secs_f64(),
+        );
+    }
+    let mut timeouts = Family::counter(
+        "railscope_sysfs_read_timeouts",
+        "File-system reads that did not return before the collection's deadline, since start.",
+    );
+    timeouts.push(vec![], totals.fs_timeouts);
     vec![
         build,
         success,
@@ -97,6 +112,8 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         last_errors,
         collections,
         requests,
+        blocked,
+        timeouts,
     ]
 }
 

@@ -1,0 +1,274 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The agent run as an unprivileged user (uid and gid 65534, no supplementary groups, no
+//! capabilities, `no_new_privs`), the way the systemd unit and the DaemonSet run it.
+//!
+//! * On this machine's own `/sys` and `/proc` it reads exactly what root reads: the same
+//!   families, every collector successful, no errors.
+//! * A file only root may read costs that file's series, is counted once per scrape, and is
+//!   logged once, not once per scrape.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use railscope_tests::{fixtures, free_port, get, parse_samples, promtool_check_metrics, value};
+
+const NOBODY: &str = "65534";
+
+struct Unprivileged {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Unprivileged {
+    /// Starts the agent with `args`, as uid/gid 65534 when `unprivileged`, else as the test's
+    /// own user (root).
+    fn start(dir: &Path, unprivileged: bool, args: &[&str]) -> Unprivileged {
+        assert!(
+            Command::new("setpriv")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            "setpriv (Debian package util-linux) is needed to drop privileges"
+        );
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let log = dir.join(format!("agent-{port}.log"));
+        let mut cmd = if unprivileged {
+            let mut cmd = Command::new("setpriv");
+            cmd.args([
+                "--reuid",
+                NOBODY,
+                "--regid",
+                NOBODY,
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ])
+            .arg(railscope_tests::binary());
+            cmd
+        } else {
+            Command::new(railscope_tests::binary())
+        };
+        let child = cmd
+            .args(["--web.listen-address", &listen])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let agent = Unprivileged {
+            child,
+            addr: listen.parse().unwrap(),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while get(agent.addr, "/-/healthy", &[]).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "agent did not start: {}",
+                std::fs::read_to_string(&agent.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        agent
+    }
+
+    fn scrape(&self) -> String {
+        let resp = get(self.addr, "/metrics", &[]).unwrap();
+        assert_eq!(resp.status, 200);
+        resp.text()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap()
+    }
+}
+
+impl Drop for Unprivileged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A directory every user may enter (the test's temporary directories are root's, mode 0700).
+fn open_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn families(text: &str) -> BTreeSet<String> {
+    parse_samples(text).into_iter().map(|s| s.name).collect()
+}
+
+#[test]
+fn the_binary_really_runs_unprivileged() {
+    let dir = open_tempdir();
+    let agent = Unprivileged::start(
+        dir.path(),
+        true,
+        &[
+            "--collector.gpu.nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
+        ],
+    );
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(field("Uid:"), [NOBODY; 4], "{status}");
+    assert_eq!(field("Gid:"), [NOBODY; 4], "{status}");
+    assert_eq!(field("CapEff:"), ["0000000000000000"], "{status}");
+    assert_eq!(field("CapBnd:"), ["0000000000000000"], "{status}");
+    assert_eq!(field("NoNewPrivs:"), ["1"], "{status}");
+    assert_eq!(field("Groups:"), Vec::<&str>::new(), "{status}");
+}
+
+#[test]
+fn unprivileged_the_agent_reads_this_machine_like_root() {
+    let dir = open_tempdir();
+    // The real /sys and /proc, every default collector (the GPU one finds no NVML here; the
+    // fake-NVML tests cover it).
+    let args = [
+        "--collector.gpu.nvml-library",
+        "/nonexistent/libnvidia-ml.so.1",
+    ];
+    let root = Unprivileged::start(dir.path(), false, &args);
+    let nobody = Unprivileged::start(dir.path(), true, &args);
+    // The second scrape of each: every source has run once before it.
+    let (_, _) = (root.scrape(), nobody.scrape());
+    let (root_text, nobody_text) = (root.scrape(), nobody.scrape());
+    promtool_check_metrics(&nobody_text);
+    let samples = parse_samples(&nobody_text);
+    let root_samples = parse_samples(&root_text);
+    for collector in [
+        "infiniband",
+        "netdev",
+        "ethtool",
+        "dcb",
+        "gpu",
+        "pci",
+        "topology",
+        "host",
+    ] {
+        let labels = [("collector", collector)];
+        assert_eq!(
+            value(&samples, "railscope_collector_success", &labels),
+            1.0,
+            "{collector} fails unprivileged:\n{}",
+            nobody.log()
+        );
+        assert_eq!(
+            value(&samples, "railscope_collector_errors_total", &labels),
+            value(&root_samples, "railscope_collector_errors_total", &labels),
+            "{collector} has errors unprivileged that it has not as root:\n{}",
+            nobody.log()
+        );
+    }
+    assert_eq!(
+        families(&nobody_text),
+        families(&root_text),
+        "unprivileged, the agent exports other families than as root"
+    );
+    assert!(!nobody.log().contains("panicked"), "{}", nobody.log());
+}
+
+#[test]
+fn a_file_only_root_may_read_costs_its_series_and_is_logged_once() {
+    let dir = open_tempdir();
+    let copy = dir.path().join("tree");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(fixtures().join("cx6dx-roce-2port"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let guarded = std::fs::canonicalize(
+        copy.join("sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&guarded, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let sys = copy.join("sys");
+    let proc = copy.join("proc");
+    let agent = Unprivileged::start(
+        dir.path(),
+        true,
+        &[
+            "--path.sysfs",
+            sys.to_str().unwrap(),
+            "--path.procfs",
+            proc.to_str().unwrap(),
+            "--collector.gpu.nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
+            "--log.format",
+            "json",
+        ],
+    );
+    let mut text = String::new();
+    for _ in 0..3 {
+        text = agent.scrape();
+    }
+    promtool_check_metrics(&text);
+    let s = parse_samples(&text);
+    let port = [("device", "mlx5_0"), ("port", "1")];
+    assert!(
+        railscope_tests::find(
+            &s,
+            "railscope_ib_port_data_bytes_total",
+            &[port[0], port[1], ("direction", "rx")]
+        )
+        .is_empty(),
+        "the unreadable counter's series is gone"
+    );
+    assert!(
+        value(
+            &s,
+            "railscope_ib_port_data_bytes_total",
+            &[port[0], port[1], ("direction", "tx")]
+        ) > 0.0,
+        "the readable counter of the same port is exported"
+    );
+    assert_eq!(
+        value(
+            &s,
+            "railscope_collector_success",
+            &[("collector", "infiniband")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "railscope_collector_errors_total",
+            &[("collector", "infiniband")]
+        ),
+        3.0,
+        "one error per scrape"
+    );
+    let log = agent.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("port_rcv_data") && l.contains("EACCES"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "logged once, not per scrape:\n{log}");
+    assert!(
+        warnings[0].contains("\"level\":\"WARN\""),
+        "{}",
+        warnings[0]
+    );
+}
