@@ -228,6 +228,9 @@ struct Case {
     broken: fn(&Sample) -> bool,
     /// Series that must be missing while the rule is in force.
     gone: &'static [(&'static str, &'static [(&'static str, &'static str)])],
+    /// An RDMA device the case takes away. Derived rails number the matched GPUs compactly,
+    /// so the ports after it may move up a rail; each must keep a rail.
+    takes_device: Option<&'static str>,
 }
 
 /// What one case measured.
@@ -289,7 +292,13 @@ impl Run {
     }
 
     /// Every baseline series that `broken` does not claim is there with its baseline value.
-    fn compare(&mut self, case: &str, n: usize, samples: &[Sample], broken: fn(&Sample) -> bool) {
+    fn compare(
+        &mut self,
+        case: &str,
+        n: usize,
+        samples: &[Sample],
+        broken: &dyn Fn(&Sample) -> bool,
+    ) {
         let now: BTreeMap<String, f64> = samples
             .iter()
             .filter(|s| !volatile(&s.name))
@@ -313,6 +322,26 @@ impl Run {
         }
     }
 
+    /// Every port of the baseline but those of `gone` still has a rail.
+    fn rails_kept(&mut self, case: &str, n: usize, samples: &[Sample], gone: &str) {
+        let want: Vec<(String, String)> = self
+            .baseline
+            .values()
+            .filter(|b| b.name == "railscope_rail_info" && !touches(b, gone))
+            .map(|b| (b.labels["device"].clone(), b.labels["port"].clone()))
+            .collect();
+        for (device, port) in want {
+            let kept = present(
+                samples,
+                "railscope_rail_info",
+                &[("device", &device), ("port", &port)],
+            );
+            self.check(kept, || {
+                format!("{case}: scrape {n}: {device} port {port} lost its rail")
+            });
+        }
+    }
+
     fn run_case(&mut self, mount: &mut HostileMount, case: &Case, before: &[Sample]) {
         mount.set_rules(case.rules);
         let pid = self.agent.child.id();
@@ -328,7 +357,14 @@ impl Run {
             let t = threads(pid);
             tmin = tmin.min(t);
             tmax = tmax.max(t);
-            self.compare(case.name, n, &s, case.broken);
+            let broken = |x: &Sample| {
+                (case.broken)(x)
+                    || (case.takes_device.is_some() && x.name == "railscope_rail_info")
+            };
+            self.compare(case.name, n, &s, &broken);
+            if let Some(dev) = case.takes_device {
+                self.rails_kept(case.name, n, &s, dev);
+            }
             for (name, labels) in case.gone {
                 self.check(!present(&s, name, labels), || {
                     format!("{}: scrape {n}: {name}{labels:?} is still exported", case.name)
@@ -378,6 +414,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_symbol_errors_total",
             &[("device", "mlx5_0"), ("port", "1")],
         )],
+        takes_device: None,
     },
     Case {
         name: "EIO on a PMA counter",
@@ -394,6 +431,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_receive_errors_total",
             &[("device", "mlx5_1"), ("port", "1")],
         )],
+        takes_device: None,
     },
     Case {
         name: "ENODEV opening a PMA counter",
@@ -410,6 +448,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_link_downed_total",
             &[("device", "mlx5_2"), ("port", "1")],
         )],
+        takes_device: None,
     },
     Case {
         name: "EIO on every file of a device",
@@ -421,6 +460,7 @@ const CASES: &[Case] = &[
             ("railscope_ib_port_symbol_errors_total", &[("device", "mlx5_3")]),
             ("railscope_rdma_port_hw_stat_total", &[("device", "mlx5_3")]),
         ],
+        takes_device: None,
     },
     Case {
         name: "garbage bytes in a port's rate",
@@ -446,6 +486,7 @@ const CASES: &[Case] = &[
                 &[("device", "mlx5_4"), ("port", "1")],
             ),
         ],
+        takes_device: None,
     },
     Case {
         name: "1 MiB of text in a port's phys_state",
@@ -463,10 +504,10 @@ const CASES: &[Case] = &[
             "railscope_ib_port_phys_state",
             &[("device", "mlx5_5"), ("port", "1")],
         )],
+        takes_device: None,
     },
     // A device that is gone takes with it what only it brought: its PCI function and the
-    // bridge port above it (the pci source follows RDMA devices to their NICs), and the
-    // derived rails, which number the matched GPUs compactly, so the ports after it move up.
+    // bridge port above it (the pci source follows RDMA devices to their NICs).
     Case {
         name: "device listed, then gone (class link)",
         rules: "class/infiniband/mlx5_6 vanish\n",
@@ -475,9 +516,9 @@ const CASES: &[Case] = &[
             touches(s, "mlx5_6")
                 || touches(s, "0000:ce:00.0")
                 || touches(s, "0000:cd:00.0")
-                || s.name == "railscope_rail_info"
         },
         gone: &[("railscope_ib_port_state", &[("device", "mlx5_6")])],
+        takes_device: Some("mlx5_6"),
     },
     Case {
         name: "device listed, then gone (device directory)",
@@ -487,6 +528,7 @@ const CASES: &[Case] = &[
             touches(s, "mlx5_7") || touches(s, "0000:dc:00.0") || touches(s, "0000:db:00.0")
         },
         gone: &[("railscope_ib_port_state", &[("device", "mlx5_7")])],
+        takes_device: Some("mlx5_7"),
     },
     Case {
         name: "EIO on a NIC's PCI current_link_speed",
@@ -500,6 +542,7 @@ const CASES: &[Case] = &[
             "railscope_pci_link_speed_transfers_per_second",
             &[("pci_address", "0000:18:00.0")],
         )],
+        takes_device: None,
     },
     Case {
         name: "EINVAL on a netdev's mtu",
@@ -507,11 +550,24 @@ const CASES: &[Case] = &[
         collector: "netdev",
         broken: |s| s.name == "railscope_netdev_mtu_bytes" && touches(s, "ibp24s0"),
         gone: &[("railscope_netdev_mtu_bytes", &[("netdev", "ibp24s0")])],
+        takes_device: None,
     },
 ];
 
-/// The blocked device of the last case.
+/// The blocked device of the last case, its PCI function and the bridge port above it.
 const STUCK: &str = "mlx5_1";
+const STUCK_PCI: [&str; 2] = ["0000:40:00.0", "0000:3f:00.0"];
+
+/// What may differ from the baseline while `STUCK` is blocked: its own series (the RDMA
+/// device's, and its NIC's, which the pci source finds through it), the derived rails (see
+/// `Case::takes_device`), whether the collector succeeded, and the timeout count.
+fn blocked_may_differ(s: &Sample) -> bool {
+    touches(s, STUCK)
+        || STUCK_PCI.iter().any(|a| touches(s, a))
+        || s.name == "railscope_rail_info"
+        || s.name == "railscope_collector_success"
+        || s.name == "railscope_sysfs_read_timeouts_total"
+}
 
 #[test]
 fn hostile_sysfs_costs_only_what_is_broken() {
@@ -604,6 +660,7 @@ fn hostile_sysfs_costs_only_what_is_broken() {
     let (mut tmin, mut tmax) = (u64::MAX, 0);
     let mut last = Vec::new();
     let mut thread_counts = Vec::new();
+    let mut stuck_timeouts = None;
     for n in 1..=BLOCKED_SCRAPES {
         let Some((s, took)) = run.scrape(case, n) else {
             continue;
@@ -615,14 +672,38 @@ fn hostile_sysfs_costs_only_what_is_broken() {
         tmin = tmin.min(t);
         tmax = tmax.max(t);
         // Everything not of the stuck device stays; collector success may go either way.
-        run.compare(case, n, &s, |s| {
-            touches(s, STUCK) || s.name == "railscope_collector_success"
-        });
-        // Before the blocked read can have returned, the stuck device is skipped.
+        run.compare(case, n, &s, &blocked_may_differ);
+        run.rails_kept(case, n, &s, STUCK);
+        // Before the blocked read can have returned, the stuck device is skipped and named,
+        // and its one read is the only one that timed out, however many scrapes come.
         if n > 1 && finished < BLOCK {
             run.check(
                 !present(&s, "railscope_ib_port_state", &[("device", STUCK)]),
                 || format!("{case}: scrape {n}: {STUCK} state exported while its read is stuck"),
+            );
+            let named = s.iter().any(|x| {
+                x.name == "railscope_sysfs_blocked_seconds"
+                    && x.labels.get("path").is_some_and(|p| p.ends_with(STUCK))
+                    && x.value > 0.0
+            });
+            run.check(named, || {
+                format!("{case}: scrape {n}: no railscope_sysfs_blocked_seconds for {STUCK}")
+            });
+            // The first scrape may time out more than the stuck read (a slow read near the
+            // deadline); after it, nothing new times out while the device is skipped.
+            let timeouts = s
+                .iter()
+                .find(|x| x.name == "railscope_sysfs_read_timeouts_total")
+                .map(|x| x.value);
+            let first = *stuck_timeouts.get_or_insert(timeouts);
+            run.check(
+                timeouts.is_some_and(|t| t >= 1.0) && timeouts == first,
+                || {
+                    format!(
+                        "{case}: scrape {n}: railscope_sysfs_read_timeouts_total is {timeouts:?}, \
+                         was {first:?} on the first scrape after the block"
+                    )
+                },
             );
         }
         last = s;
@@ -639,11 +720,14 @@ fn hostile_sysfs_costs_only_what_is_broken() {
         )
     });
 
-    // The fault clears; once the stuck read returns, the device comes back.
+    // The fault clears; once the stuck read returns, the device comes back. The scrape that
+    // first shows it again may have read other sources before it returned; the one after it
+    // is the baseline again.
     mount.set_rules("");
     let mut back = None;
     let mut n = BLOCKED_SCRAPES;
-    while back.is_none() && blocked_at.elapsed() < BLOCK * 2 + SCRAPE_TIMEOUT {
+    let give_up = BLOCK * 2 + SCRAPE_TIMEOUT;
+    while back.is_none() && blocked_at.elapsed() < give_up {
         n += 1;
         if let Some((s, took)) = run.scrape(case, n) {
             worst = worst.max(took);
@@ -651,19 +735,22 @@ fn hostile_sysfs_costs_only_what_is_broken() {
             tmin = tmin.min(t);
             tmax = tmax.max(t);
             if present(&s, "railscope_ib_port_state", &[("device", STUCK)]) {
-                run.compare(case, n, &s, |s| s.name == "railscope_collector_success");
                 back = Some(blocked_at.elapsed());
-                last = s;
             }
         }
         std::thread::sleep(Duration::from_millis(250));
     }
     run.check(back.is_some(), || {
-        format!(
-            "{case}: {STUCK} did not come back within {:?} of the block",
-            BLOCK * 2 + SCRAPE_TIMEOUT
-        )
+        format!("{case}: {STUCK} did not come back within {give_up:?} of the block")
     });
+    if back.is_some() {
+        n += 1;
+        if let Some((s, took)) = run.scrape(case, n) {
+            worst = worst.max(took);
+            run.compare(case, n, &s, &|s| s.name == "railscope_sysfs_read_timeouts_total");
+            last = s;
+        }
+    }
     run.outcomes.push(Outcome {
         name: case,
         worst,
