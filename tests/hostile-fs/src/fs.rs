@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
+    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
 };
 
 use crate::rules::{Action, Rules};
@@ -227,7 +227,9 @@ fn repeated(unit: &[u8], len: usize, offset: usize, size: usize) -> Vec<u8> {
 }
 
 fn slice(data: &[u8], offset: u64, size: u32) -> &[u8] {
-    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
     let end = start.saturating_add(size as usize).min(data.len());
     &data[start..end]
 }

@@ -91,7 +91,10 @@ fn run(source: PathBuf, mountpoint: PathBuf, rules: Option<PathBuf>) -> Result<(
     // A lazy unmount returns at once even while a reader is stuck in a blocked read; exiting
     // closes /dev/fuse, which aborts the connection and fails whatever is still pending.
     if let Err(err) = nix::mount::umount2(&mountpoint, nix::mount::MntFlags::MNT_DETACH) {
-        eprintln!("railscope-hostile-fs: unmounting {}: {err}", mountpoint.display());
+        eprintln!(
+            "railscope-hostile-fs: unmounting {}: {err}",
+            mountpoint.display()
+        );
     }
     std::mem::forget(session);
     Ok(())

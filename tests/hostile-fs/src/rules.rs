@@ -72,8 +72,12 @@ impl Rules {
             };
             let need = |what: &str| arg.ok_or_else(|| fail(&format!("{action} needs {what}")));
             let action = match action {
-                "open-errno" => Action::OpenErrno(parse_errno(need("an errno")?).ok_or_else(|| fail("unknown errno"))?),
-                "read-errno" => Action::ReadErrno(parse_errno(need("an errno")?).ok_or_else(|| fail("unknown errno"))?),
+                "open-errno" => Action::OpenErrno(
+                    parse_errno(need("an errno")?).ok_or_else(|| fail("unknown errno"))?,
+                ),
+                "read-errno" => Action::ReadErrno(
+                    parse_errno(need("an errno")?).ok_or_else(|| fail("unknown errno"))?,
+                ),
                 "block" => Action::Block(Duration::from_secs_f64(
                     need("seconds")?
                         .parse::<f64>()
@@ -82,7 +86,11 @@ impl Rules {
                         .ok_or_else(|| fail("bad seconds"))?,
                 )),
                 "garbage" => Action::Garbage,
-                "big" => Action::Big(need("a size in bytes")?.parse().map_err(|_| fail("bad size"))?),
+                "big" => Action::Big(
+                    need("a size in bytes")?
+                        .parse()
+                        .map_err(|_| fail("bad size"))?,
+                ),
                 "vanish" => Action::Vanish,
                 _ => return Err(fail("unknown action")),
             };
@@ -192,7 +200,10 @@ mod tests {
             rules.action("devices/pci0000:00/0000:1b:00.0/current_link_speed"),
             None
         );
-        assert_eq!(rules.action("devices/x/infiniband/mlx5_40/ports/1/rate"), None);
+        assert_eq!(
+            rules.action("devices/x/infiniband/mlx5_40/ports/1/rate"),
+            None
+        );
         assert!(rules.vanished("class/infiniband/mlx5_3"));
         assert!(rules.vanished("class/infiniband/mlx5_3/ports/1/state"));
         assert!(!rules.vanished("class/infiniband/mlx5_30"));
