@@ -26,8 +26,11 @@ use railscope_tests::{
 
 /// The tree the mount mirrors.
 const TREE: &str = "h100-cx7-ndr-ib";
-/// What every scrape announces in `X-Prometheus-Scrape-Timeout-Seconds`, and must beat.
-const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+/// What every scrape announces in `X-Prometheus-Scrape-Timeout-Seconds`, and must beat; also
+/// the agent's `--scrape.timeout-max`. The agent keeps 0.5 s of it for encoding, and a blocked
+/// read is waited for half of what is left: 3 s leaves the rest of a debug build's collection
+/// enough time on a loaded two-core machine.
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Scrapes per case (the blocked case takes more).
 const SCRAPES: usize = 5;
 /// How long the blocked read sleeps: several scrape timeouts.
@@ -228,6 +231,8 @@ struct Case {
     broken: fn(&Sample) -> bool,
     /// Series that must be missing while the rule is in force.
     gone: &'static [(&'static str, &'static [(&'static str, &'static str)])],
+    /// Two fragments of the warning the agent must log about it (path, errno or kind).
+    logged: (&'static str, &'static str),
     /// An RDMA device the case takes away. Derived rails number the matched GPUs compactly,
     /// so the ports after it may move up a rail; each must keep a rail.
     takes_device: Option<&'static str>,
@@ -381,6 +386,18 @@ impl Run {
                 case.name, case.collector
             )
         });
+        let log = self.agent.log();
+        let (path, why) = case.logged;
+        self.check(
+            log.lines()
+                .any(|l| l.contains("\"level\":\"WARN\"") && l.contains(path) && l.contains(why)),
+            || {
+                format!(
+                    "{}: no warning naming {path} and {why} in the log",
+                    case.name
+                )
+            },
+        );
         self.outcomes.push(Outcome {
             name: case.name,
             worst,
@@ -416,6 +433,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_symbol_errors_total",
             &[("device", "mlx5_0"), ("port", "1")],
         )],
+        logged: ("counters/symbol_error", "\"errno\":\"EINVAL\""),
         takes_device: None,
     },
     Case {
@@ -433,6 +451,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_receive_errors_total",
             &[("device", "mlx5_1"), ("port", "1")],
         )],
+        logged: ("counters/port_rcv_errors", "\"errno\":\"EIO\""),
         takes_device: None,
     },
     Case {
@@ -450,6 +469,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_link_downed_total",
             &[("device", "mlx5_2"), ("port", "1")],
         )],
+        logged: ("counters/link_downed", "\"errno\":\"ENODEV\""),
         takes_device: None,
     },
     Case {
@@ -465,6 +485,7 @@ const CASES: &[Case] = &[
             ),
             ("railscope_rdma_port_hw_stat_total", &[("device", "mlx5_3")]),
         ],
+        logged: ("mlx5_3/ports/1/state", "\"errno\":\"EIO\""),
         takes_device: None,
     },
     Case {
@@ -491,6 +512,7 @@ const CASES: &[Case] = &[
                 &[("device", "mlx5_4"), ("port", "1")],
             ),
         ],
+        logged: ("mlx5_4/ports/1/rate", "\"kind\":\"parse\""),
         takes_device: None,
     },
     Case {
@@ -509,6 +531,7 @@ const CASES: &[Case] = &[
             "railscope_ib_port_phys_state",
             &[("device", "mlx5_5"), ("port", "1")],
         )],
+        logged: ("mlx5_5/ports/1/phys_state", "\"errno\":\"EFBIG\""),
         takes_device: None,
     },
     // A device that is gone takes with it what only it brought: its PCI function and the
@@ -521,6 +544,7 @@ const CASES: &[Case] = &[
             touches(s, "mlx5_6") || touches(s, "0000:ce:00.0") || touches(s, "0000:cd:00.0")
         },
         gone: &[("railscope_ib_port_state", &[("device", "mlx5_6")])],
+        logged: ("mlx5_6", "\"kind\":\"vanished\""),
         takes_device: Some("mlx5_6"),
     },
     Case {
@@ -531,6 +555,7 @@ const CASES: &[Case] = &[
             touches(s, "mlx5_7") || touches(s, "0000:dc:00.0") || touches(s, "0000:db:00.0")
         },
         gone: &[("railscope_ib_port_state", &[("device", "mlx5_7")])],
+        logged: ("mlx5_7", "\"kind\":\"vanished\""),
         takes_device: Some("mlx5_7"),
     },
     Case {
@@ -544,6 +569,7 @@ const CASES: &[Case] = &[
             "railscope_pci_link_speed_transfers_per_second",
             &[("pci_address", "0000:18:00.0")],
         )],
+        logged: ("current_link_speed", "\"errno\":\"EIO\""),
         takes_device: None,
     },
     Case {
@@ -552,6 +578,7 @@ const CASES: &[Case] = &[
         collector: "netdev",
         broken: |s| s.name == "railscope_netdev_mtu_bytes" && touches(s, "ibp24s0"),
         gone: &[("railscope_netdev_mtu_bytes", &[("netdev", "ibp24s0")])],
+        logged: ("ibp24s0/mtu", "\"errno\":\"EINVAL\""),
         takes_device: None,
     },
 ];
@@ -584,7 +611,7 @@ fn hostile_sysfs_costs_only_what_is_broken() {
         "--collector.gpu.nvml-library",
         "/nonexistent/libnvidia-ml.so.1",
         "--scrape.timeout-max",
-        "2s",
+        &format!("{}s", SCRAPE_TIMEOUT.as_secs()),
         "--log.format",
         "json",
     ]);
