@@ -752,6 +752,17 @@ fn hostile_sysfs_costs_only_what_is_broken() {
         )
     });
 
+    let log = run.agent.log();
+    let stuck_file = format!("{STUCK}/ports/1/state");
+    run.check(
+        log.lines().any(|l| {
+            l.contains("\"level\":\"WARN\"")
+                && l.contains(&stuck_file)
+                && l.contains("\"kind\":\"timeout\"")
+        }),
+        || format!("{case}: no timeout warning naming {stuck_file} in the log"),
+    );
+
     // The fault clears; once the stuck read returns, the device comes back. The scrape that
     // first shows it again may have read other sources before it returned; the one after it
     // is the baseline again.

@@ -367,6 +367,13 @@ impl DeviceReader<'_> {
         !self.fs().exists(&self.dir)
     }
 
+    /// Whether a read of this device timed out or was skipped behind a blocked one.
+    fn blocked(&self) -> bool {
+        self.errors
+            .iter()
+            .any(|e| matches!(e.kind, ErrorKind::Timeout | ErrorKind::Skipped))
+    }
+
     fn read(&mut self) -> Option<Device> {
         let dir = self.dir.clone();
         let mut device = Device {
@@ -417,6 +424,11 @@ impl DeviceReader<'_> {
         let entries = match self.fs().read_dir(&ports_dir) {
             Ok(entries) => entries,
             Err(err) => {
+                if self.blocked() {
+                    self.errors
+                        .push(CollectError::io(Some(self.name), &ports_dir, &err));
+                    return None;
+                }
                 if self.vanished() {
                     self.vanish(&ports_dir);
                     return None;
@@ -435,6 +447,12 @@ impl DeviceReader<'_> {
             };
             let port = self.read_port(number, &ports_dir.join(&entry.name), &device, rule);
             device.ports.push(port);
+        }
+        // A device with a read blocked in the kernel was not read past it: skip it whole until
+        // the read returns, reported by its timeout (the guard cannot tell whether its
+        // directory still exists, so it is not taken for vanished).
+        if self.blocked() {
+            return None;
         }
         // A device removed while its files were read has read errors but no directory left:
         // report it once as vanished instead of exporting a half-read device.

@@ -366,6 +366,58 @@ fn a_device_that_vanishes_mid_collection_is_dropped_with_one_error() {
 }
 
 #[test]
+fn a_blocked_read_skips_its_device_as_timed_out_not_vanished() {
+    use crate::guard::{GuardedFs, with_deadline};
+    use std::time::{Duration, Instant};
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.ib_device("mlx5_1", "0000:2a:00.0");
+    // mlx5_0's state read hangs far past the deadline, like a read stuck in the driver.
+    let stuck = tree.dev_path("mlx5_0", "ports/1/state");
+    let inner = FaultFs::new().hook(move |path: &Path| {
+        if path == stuck {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+    });
+    let roots = Roots {
+        sysfs: tree.sys(),
+        procfs: PathBuf::from("/nonexistent"),
+    };
+    let fs = Arc::new(GuardedFs::new(Arc::new(inner), roots));
+    let src = source(&tree, fs.clone());
+    let report = with_deadline(Instant::now() + Duration::from_millis(400), || src.read());
+    let devices = &snapshot(&report).devices;
+    assert_eq!(
+        devices.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+        ["mlx5_1"],
+        "the blocked device is skipped, the other read in full"
+    );
+    assert_eq!(devices[0].ports[0].state.as_ref().unwrap().value, 4);
+    assert_eq!(devices[0].errors, 0);
+    assert!(
+        report
+            .errors
+            .iter()
+            .all(|e| e.device.as_deref() == Some("mlx5_0")),
+        "{:?}",
+        report.errors
+    );
+    let timeouts: Vec<_> = report
+        .errors
+        .iter()
+        .filter(|e| e.kind == ErrorKind::Timeout)
+        .collect();
+    assert_eq!(timeouts.len(), 1, "{:?}", report.errors);
+    assert!(timeouts[0].path.ends_with("ports/1/state"));
+    assert!(
+        report.errors.iter().all(|e| e.kind != ErrorKind::Vanished),
+        "a blocked device is not a vanished one: {:?}",
+        report.errors
+    );
+    assert_eq!(fs.timeouts_total(), 1);
+}
+
+#[test]
 fn enodev_on_every_file_of_one_device_leaves_the_other_intact() {
     let tree = Tree::new();
     tree.ib_device("mlx5_0", "0000:18:00.0");
