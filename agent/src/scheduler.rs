@@ -3,8 +3,12 @@
 //!
 //! * Deadline: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less an offset, capped by
 //!   `--scrape.timeout-max`. A source that misses it is reported failed for this scrape; its
-//!   thread is left to finish, and until it does the source is not started again, so a read
-//!   that hangs in the kernel costs one thread, not one per scrape.
+//!   thread is left to finish, and until it does the source is not started again, so a call
+//!   that hangs costs one thread, not one per scrape.
+//! * Blocked reads: sources read files through [`GuardedFs`]. When a read blocks in the kernel
+//!   past its wait, its device is marked blocked, the blocked thread is abandoned and the
+//!   source starts again on a fresh thread; the blocked device's series are skipped until the
+//!   read returns, and everything else on the node is exported in the same scrape.
 //! * Coalescing: a scrape that arrives while a collection is running waits for that one
 //!   instead of reading sysfs again.
 //! * Errors each source reports are counted per collector and each distinct one (path, kind,
@@ -12,14 +16,27 @@
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use railscope_collectors::guard::{self, BlockedDevice};
-use railscope_collectors::{CollectError, ErrorKind, GuardedFs, Source, SourceData};
+use railscope_collectors::{CollectError, ErrorKind, GuardedFs, Source, SourceData, SourceReport};
+
+/// How often a running collection is checked for a read blocked in the kernel.
+const STALL_CHECK: Duration = Duration::from_millis(10);
+
+/// What watching one attempt of a source found.
+enum Watch {
+    /// It returned (or panicked).
+    Done(Result<std::thread::Result<SourceReport>, tokio::task::JoinError>),
+    /// The scrape deadline came first.
+    Deadline,
+    /// A read blocked; the source is started again without the blocked device.
+    Restart,
+}
 
 /// How long past its deadline a scrape waits for the collection it started to return.
 const JOIN_GRACE: Duration = Duration::from_millis(250);
@@ -74,8 +91,8 @@ type SharedCollection = Shared<BoxFuture<'static, Arc<Collection>>>;
 
 struct SourceSlot {
     source: Arc<dyn Source>,
-    /// Set while a blocking collection of this source runs.
-    running: Arc<AtomicBool>,
+    /// The attempt id of the blocking collection of this source that runs now; 0 when none.
+    running: Arc<AtomicU64>,
     errors_total: AtomicU64,
 }
 
@@ -113,7 +130,7 @@ impl Scheduler {
                 .into_iter()
                 .map(|source| SourceSlot {
                     source: Arc::from(source),
-                    running: Arc::new(AtomicBool::new(false)),
+                    running: Arc::new(AtomicU64::new(0)),
                     errors_total: AtomicU64::new(0),
                 })
                 .collect(),
@@ -251,7 +268,18 @@ impl Scheduler {
             data: None,
             errors: 0,
         };
-        if slot.running.swap(true, Ordering::AcqRel) {
+        let remaining = deadline
+            .into_std()
+            .saturating_duration_since(Instant::now());
+        // Sources that wait on parts of the node separately return what they have a little
+        // before the scrape deadline, so the parts that did answer are still exported.
+        let source_deadline = Instant::now() + remaining.mul_f64(0.9);
+        let mut attempt = guard::next_attempt();
+        if slot
+            .running
+            .compare_exchange(0, attempt, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             slot.errors_total.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 collector = name,
@@ -259,23 +287,42 @@ impl Scheduler {
             );
             return failed(Duration::ZERO);
         }
-        let source = Arc::clone(&slot.source);
-        let running = Arc::clone(&slot.running);
-        // Sources that wait on parts of the node separately return what they have a little
-        // before the scrape deadline, so the parts that did answer are still exported.
-        let remaining = deadline
-            .into_std()
-            .saturating_duration_since(Instant::now());
-        let source_deadline = Instant::now() + remaining.mul_f64(0.9);
-        let handle = tokio::task::spawn_blocking(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                guard::with_deadline(source_deadline, || source.collect_until(source_deadline))
-            }));
-            running.store(false, Ordering::Release);
-            result
-        });
-        match tokio::time::timeout_at(deadline, handle).await {
-            Ok(Ok(Ok(report))) => {
+        let mut stalls = 0;
+        let finished = loop {
+            let mut handle = self.spawn_attempt(index, attempt, source_deadline);
+            // Watch the attempt: when a file-system read in it blocks past its wait, its device
+            // is marked blocked and the source starts again on a fresh thread without it.
+            let watch = loop {
+                tokio::select! {
+                    result = &mut handle => break Watch::Done(result),
+                    () = tokio::time::sleep_until(deadline) => break Watch::Deadline,
+                    () = tokio::time::sleep(STALL_CHECK) => {}
+                }
+                let Some(guard) = &self.guard else { continue };
+                if let Some(blocked) = guard.check_stalled(attempt) {
+                    stalls += 1;
+                    slot.errors_total.fetch_add(1, Ordering::Relaxed);
+                    self.log_blocked(name, &blocked);
+                    let next = guard::next_attempt();
+                    // The abandoned thread no longer owns the slot.
+                    let _ = slot.running.compare_exchange(
+                        attempt,
+                        next,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                    attempt = next;
+                    break Watch::Restart;
+                }
+            };
+            match watch {
+                Watch::Done(result) => break Some(result),
+                Watch::Deadline => break None,
+                Watch::Restart => continue,
+            }
+        };
+        match finished {
+            Some(Ok(Ok(report))) => {
                 let duration = start.elapsed();
                 if let Some(reason) = &report.absent {
                     self.log_absent(name, reason);
@@ -283,7 +330,7 @@ impl Scheduler {
                 // Reads skipped because their device is blocked are not counted one by one:
                 // the read that blocked was, and the device shows in
                 // `railscope_sysfs_blocked_seconds` until it returns.
-                let mut errors = 0;
+                let mut errors = stalls;
                 for error in report
                     .errors
                     .iter()
@@ -293,7 +340,7 @@ impl Scheduler {
                     self.log_error(name, error);
                 }
                 slot.errors_total
-                    .fetch_add(errors as u64, Ordering::Relaxed);
+                    .fetch_add((errors - stalls) as u64, Ordering::Relaxed);
                 SourceOutcome {
                     name,
                     success: report.data.is_some(),
@@ -302,7 +349,7 @@ impl Scheduler {
                     errors,
                 }
             }
-            Ok(Ok(Err(_))) | Ok(Err(_)) => {
+            Some(Ok(Err(_)) | Err(_)) => {
                 slot.errors_total.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(
                     collector = name,
@@ -310,7 +357,7 @@ impl Scheduler {
                 );
                 failed(start.elapsed())
             }
-            Err(_elapsed) => {
+            None => {
                 slot.errors_total.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(
                     collector = name,
@@ -319,6 +366,63 @@ impl Scheduler {
                 );
                 failed(start.elapsed())
             }
+        }
+    }
+
+    fn spawn_attempt(
+        &self,
+        index: usize,
+        attempt: u64,
+        source_deadline: Instant,
+    ) -> tokio::task::JoinHandle<std::thread::Result<SourceReport>> {
+        let slot = &self.slots[index];
+        let source = Arc::clone(&slot.source);
+        let running = Arc::clone(&slot.running);
+        let fs_guard = self.guard.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                guard::with_attempt(attempt, source_deadline, || {
+                    source.collect_until(source_deadline)
+                })
+            }));
+            if let Some(fs_guard) = &fs_guard {
+                fs_guard.finish_attempt(attempt);
+            }
+            let _ = running.compare_exchange(attempt, 0, Ordering::AcqRel, Ordering::Acquire);
+            result
+        })
+    }
+
+    fn log_blocked(&self, name: &'static str, blocked: &BlockedDevice) {
+        let key = (
+            name.to_owned(),
+            blocked.device.clone(),
+            ErrorKind::Timeout.as_str(),
+            None,
+        );
+        let first = {
+            let mut logged = self.logged_errors.lock().unwrap_or_else(|e| e.into_inner());
+            logged.len() < LOGGED_ERRORS_CAP && logged.insert(key)
+        };
+        let path = blocked.path.display().to_string();
+        let waited = blocked.blocked_for.as_secs_f64();
+        let message = "A read blocked in the kernel past its deadline; the device is skipped until the read returns.";
+        if first {
+            tracing::warn!(
+                collector = name,
+                device = blocked.device,
+                path,
+                waited_seconds = waited,
+                "{message}"
+            );
+        } else {
+            tracing::debug!(
+                collector = name,
+                device = blocked.device,
+                path,
+                waited_seconds = waited,
+                "{message}"
+            );
         }
     }
 
@@ -376,8 +480,10 @@ pub fn scrape_timeout(header: Option<&str>, offset: Duration, max: Duration) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railscope_collectors::SourceReport;
-    use std::sync::atomic::AtomicUsize;
+    use railscope_collectors::fs::DirEntry;
+    use railscope_collectors::{Fs, Roots};
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
 
     #[derive(Debug)]
     struct Slow {
@@ -473,6 +579,131 @@ mod tests {
         let third = scheduler.collect(Duration::from_secs(5)).await;
         assert!(third.outcomes[0].success);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    /// Files under `/s/class/net/<name>/value`; reads under `stuck` block while `hold` is set.
+    #[derive(Debug)]
+    struct Wedged {
+        hold: Arc<AtomicBool>,
+        entered: AtomicUsize,
+    }
+
+    impl Fs for Wedged {
+        fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+            if path.starts_with("/s/class/net/stuck") {
+                self.entered.fetch_add(1, Ordering::SeqCst);
+                while self.hold.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Ok(b"1\n".to_vec())
+        }
+        fn read_dir(&self, _: &Path) -> std::io::Result<Vec<DirEntry>> {
+            Ok(Vec::new())
+        }
+        fn read_link(&self, p: &Path) -> std::io::Result<PathBuf> {
+            Ok(p.to_path_buf())
+        }
+        fn exists(&self, _: &Path) -> bool {
+            true
+        }
+        fn canonicalize(&self, p: &Path) -> std::io::Result<PathBuf> {
+            Ok(p.to_path_buf())
+        }
+    }
+
+    /// Reads `value` of three netdevs and reports the ones it read as devices.
+    #[derive(Debug)]
+    struct ThreeDevices {
+        fs: Arc<GuardedFs>,
+        read: Arc<Mutex<Vec<Vec<String>>>>,
+    }
+
+    impl Source for ThreeDevices {
+        fn name(&self) -> &'static str {
+            "three"
+        }
+        fn collect(&self) -> SourceReport {
+            let mut ok = Vec::new();
+            let mut errors = Vec::new();
+            for name in ["first", "stuck", "last"] {
+                let path = PathBuf::from(format!("/s/class/net/{name}/value"));
+                match self.fs.read(&path) {
+                    Ok(_) => ok.push(name.to_owned()),
+                    Err(err) => errors.push(CollectError::io(Some(name), &path, &err)),
+                }
+            }
+            self.read.lock().unwrap().push(ok);
+            SourceReport {
+                data: Some(SourceData::Infiniband(Default::default())),
+                errors,
+                absent: None,
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_blocked_read_costs_its_device_not_the_source() {
+        let hold = Arc::new(AtomicBool::new(true));
+        let wedged = Arc::new(Wedged {
+            hold: hold.clone(),
+            entered: AtomicUsize::new(0),
+        });
+        let fs = Arc::new(GuardedFs::new(
+            wedged.clone(),
+            Roots {
+                sysfs: PathBuf::from("/s"),
+                procfs: PathBuf::from("/p"),
+            },
+        ));
+        let read = Arc::new(Mutex::new(Vec::new()));
+        let scheduler = Arc::new(
+            Scheduler::new(vec![Box::new(ThreeDevices {
+                fs: fs.clone(),
+                read: read.clone(),
+            })])
+            .with_guard(fs.clone()),
+        );
+        for round in 0..5 {
+            let start = Instant::now();
+            let collection = scheduler.collect(Duration::from_millis(400)).await;
+            assert!(
+                start.elapsed() < Duration::from_millis(650),
+                "round {round}"
+            );
+            assert!(collection.outcomes[0].success, "round {round}");
+            let last = read.lock().unwrap().last().cloned().unwrap();
+            assert_eq!(last, ["first", "last"], "round {round}");
+        }
+        assert_eq!(
+            wedged.entered.load(Ordering::SeqCst),
+            1,
+            "the blocked device is not read again while its read is blocked"
+        );
+        let totals = scheduler.totals();
+        assert_eq!(
+            totals.errors,
+            vec![("three", 1)],
+            "one error: the blocked read"
+        );
+        assert_eq!(totals.fs_timeouts, 1);
+        assert_eq!(totals.blocked.len(), 1);
+        assert_eq!(totals.blocked[0].device, "class/net/stuck");
+
+        hold.store(false, Ordering::SeqCst);
+        let until = Instant::now() + Duration::from_secs(5);
+        while !fs.blocked().is_empty() || fs.abandoned() > 0 {
+            assert!(Instant::now() < until, "the blocked read never finished");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let collection = scheduler.collect(Duration::from_millis(400)).await;
+        assert!(collection.outcomes[0].success);
+        assert_eq!(
+            read.lock().unwrap().last().cloned().unwrap(),
+            ["first", "stuck", "last"],
+            "the device is back once its read returned"
+        );
+        assert_eq!(scheduler.totals().errors, vec![("three", 1)]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

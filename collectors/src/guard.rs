@@ -2,66 +2,63 @@
 //!
 //! A sysfs read can block in the kernel for as long as the driver behind it is stuck (a
 //! firmware command that never completes, a device in error recovery). The thread that made
-//! the read cannot be interrupted. [`GuardedFs`] therefore runs every operation on a small pool
-//! of worker threads and waits for it only as long as the collection's deadline allows. An
-//! operation that does not return in time fails with [`io::ErrorKind::TimedOut`], and the
-//! *device* it belongs to (`class/infiniband/mlx5_0`, `bus/pci/devices/0000:17:00.0`, a PCI
-//! function under `devices/`) is marked blocked: every later operation under that device fails
-//! at once with [`io::ErrorKind::ResourceBusy`] until the blocked operation returns. So:
+//! the read cannot be interrupted. [`GuardedFs`] lets the agent give that thread up instead:
 //!
-//! * the rest of the node is still read and exported in the same scrape;
-//! * a blocked device holds exactly one thread, however many scrapes come, and the number of
-//!   blocked devices is capped ([`MAX_BLOCKED`]);
-//! * the device comes back by itself in the first collection after its read returns.
+//! * The agent runs each source's collection as an *attempt* ([`with_attempt`]) on its own
+//!   thread. Operations run inline on that thread; each records what it is doing.
+//! * While the attempt runs, the agent asks [`GuardedFs::check_stalled`] whether its current
+//!   operation has run past its wait (half the time that was left until the deadline when it
+//!   started, at least [`MIN_WAIT`]). If so, the *device* the operation belongs to
+//!   (`class/infiniband/mlx5_0`, `bus/pci/devices/0000:17:00.0`, a PCI function under
+//!   `devices/`) is marked blocked, the attempt is abandoned, and the agent starts the source
+//!   again on a fresh thread.
+//! * Every operation under a blocked device fails at once with
+//!   [`io::ErrorKind::ResourceBusy`] until the blocked operation returns; so does every further
+//!   operation of an abandoned attempt, which lets its thread end as soon as the kernel lets go.
 //!
-//! The wait for one operation is half the time left until the deadline the agent set for the
-//! current thread with [`with_deadline`] (at least [`MIN_WAIT`]), so several devices blocking
-//! in one collection still leave time for the rest. Operations on threads without a deadline
-//! wait [`DEFAULT_WAIT`].
+//! So the rest of the node is still read and exported in the same scrape, a blocked device
+//! holds exactly one thread however many scrapes come, the number of blocked devices is capped
+//! ([`MAX_BLOCKED`]), and the device comes back by itself in the first collection after its
+//! read returns. Reads that do not block cost two uncontended lock operations.
 
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::fs::{DirEntry, Fs, Roots};
 
 /// The shortest wait for one operation, even when the deadline has passed.
 pub const MIN_WAIT: Duration = Duration::from_millis(50);
-/// The wait for one operation on a thread without a deadline.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
 /// The most devices that may be blocked at once. Past this, operations on devices that are not
 /// yet blocked fail at once too, so blocked threads stay bounded.
 pub const MAX_BLOCKED: usize = 32;
-/// How long an idle worker thread lives.
-const IDLE_LIFETIME: Duration = Duration::from_secs(60);
+
+static NEXT_ATTEMPT: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    static ATTEMPT: Cell<Option<(u64, Instant)>> = const { Cell::new(None) };
 }
 
-/// Runs `f` with `deadline` as the deadline of every [`GuardedFs`] operation it makes on this
-/// thread.
-pub fn with_deadline<R>(deadline: Instant, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Instant>);
+/// A fresh attempt id, for [`with_attempt`] and [`GuardedFs::check_stalled`].
+pub fn next_attempt() -> u64 {
+    NEXT_ATTEMPT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Runs `f` as attempt `id` with `deadline`: [`GuardedFs`] operations it makes on this thread
+/// are watched by [`GuardedFs::check_stalled`].
+pub fn with_attempt<R>(id: u64, deadline: Instant, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<(u64, Instant)>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            DEADLINE.with(|d| d.set(self.0));
+            ATTEMPT.with(|a| a.set(self.0));
         }
     }
-    let _restore = Restore(DEADLINE.with(|d| d.replace(Some(deadline))));
+    let _restore = Restore(ATTEMPT.with(|a| a.replace(Some((id, deadline)))));
     f()
-}
-
-fn wait_now() -> Duration {
-    match DEADLINE.with(Cell::get) {
-        Some(deadline) => (deadline.saturating_duration_since(Instant::now()) / 2).max(MIN_WAIT),
-        None => DEFAULT_WAIT,
-    }
 }
 
 /// Why a [`GuardedFs`] operation failed without an errno.
@@ -81,6 +78,8 @@ pub enum Blocked {
     },
     /// Too many devices are blocked; this one was not tried.
     TooManyBlocked,
+    /// The attempt this operation belongs to was given up; it was not tried.
+    Abandoned,
 }
 
 impl std::fmt::Display for Blocked {
@@ -101,6 +100,7 @@ impl std::fmt::Display for Blocked {
                 f,
                 "skipped: {MAX_BLOCKED} devices already have a blocked read"
             ),
+            Blocked::Abandoned => write!(f, "skipped: the collection was restarted"),
         }
     }
 }
@@ -108,11 +108,11 @@ impl std::fmt::Display for Blocked {
 impl std::error::Error for Blocked {}
 
 /// Whether `err` is a [`GuardedFs`] skip: the operation was not tried because its device is
-/// blocked (the first, timed-out operation is not a skip).
+/// blocked.
 pub fn is_skipped(err: &io::Error) -> bool {
     matches!(
         err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
-        Some(Blocked::DeviceBlocked { .. } | Blocked::TooManyBlocked)
+        Some(Blocked::DeviceBlocked { .. } | Blocked::TooManyBlocked | Blocked::Abandoned)
     )
 }
 
@@ -135,21 +135,41 @@ pub struct BlockedDevice {
     pub blocked_for: Duration,
 }
 
+/// An operation in progress.
+#[derive(Debug)]
+struct Op {
+    id: u64,
+    device: PathBuf,
+    path: PathBuf,
+    started: Instant,
+    deadline: Instant,
+}
+
 #[derive(Debug)]
 struct Entry {
-    job: u64,
+    op: u64,
     path: PathBuf,
     since: Instant,
 }
 
-/// A [`Fs`] whose operations give up at the collection's deadline; see the module docs.
+#[derive(Debug, Default)]
+struct State {
+    /// The current operation of each attempt.
+    ops: HashMap<u64, Op>,
+    /// Blocked devices, by directory.
+    blocked: HashMap<PathBuf, Entry>,
+    /// Attempts given up whose thread has not returned.
+    abandoned: HashSet<u64>,
+}
+
+/// A [`Fs`] that lets the agent give up a collection blocked in one device; see the module
+/// docs.
 #[derive(Debug)]
 pub struct GuardedFs {
     inner: Arc<dyn Fs>,
     roots: Roots,
-    pool: Arc<Pool>,
-    blocked: Arc<Mutex<HashMap<PathBuf, Entry>>>,
-    next_job: AtomicU64,
+    state: Mutex<State>,
+    next_op: AtomicU64,
     timeouts: AtomicU64,
 }
 
@@ -159,9 +179,8 @@ impl GuardedFs {
         GuardedFs {
             inner,
             roots,
-            pool: Arc::new(Pool::default()),
-            blocked: Arc::new(Mutex::new(HashMap::new())),
-            next_job: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+            next_op: AtomicU64::new(1),
             timeouts: AtomicU64::new(0),
         }
     }
@@ -169,7 +188,8 @@ impl GuardedFs {
     /// The devices that have a blocked operation now.
     pub fn blocked(&self) -> Vec<BlockedDevice> {
         let now = Instant::now();
-        let mut out: Vec<BlockedDevice> = lock(&self.blocked)
+        let mut out: Vec<BlockedDevice> = lock(&self.state)
+            .blocked
             .iter()
             .map(|(device, entry)| BlockedDevice {
                 device: self.relative(device),
@@ -186,9 +206,46 @@ impl GuardedFs {
         self.timeouts.load(Ordering::Relaxed)
     }
 
-    /// Worker threads alive now, blocked ones included.
-    pub fn threads(&self) -> usize {
-        lock(&self.pool.state).threads
+    /// Abandoned attempts whose thread is still blocked.
+    pub fn abandoned(&self) -> usize {
+        lock(&self.state).abandoned.len()
+    }
+
+    /// Whether attempt `id`'s current operation has run past its wait. If it has, its device
+    /// is marked blocked, the attempt is abandoned (its further operations fail at once), and
+    /// the blocked device is returned: the caller should start the collection again.
+    pub fn check_stalled(&self, id: u64) -> Option<BlockedDevice> {
+        let now = Instant::now();
+        let mut state = lock(&self.state);
+        let op = state.ops.get(&id)?;
+        let wait = (op.deadline.saturating_duration_since(op.started) / 2).max(MIN_WAIT);
+        if now.saturating_duration_since(op.started) < wait {
+            return None;
+        }
+        let (op_id, device, path, started) =
+            (op.id, op.device.clone(), op.path.clone(), op.started);
+        state.abandoned.insert(id);
+        if state.blocked.len() < MAX_BLOCKED || state.blocked.contains_key(&device) {
+            state.blocked.entry(device.clone()).or_insert(Entry {
+                op: op_id,
+                path: path.clone(),
+                since: started,
+            });
+        }
+        drop(state);
+        self.timeouts.fetch_add(1, Ordering::Relaxed);
+        Some(BlockedDevice {
+            device: self.relative(&device),
+            path,
+            blocked_for: now.saturating_duration_since(started),
+        })
+    }
+
+    /// Forgets attempt `id` once its thread has returned.
+    pub fn finish_attempt(&self, id: u64) {
+        let mut state = lock(&self.state);
+        state.abandoned.remove(&id);
+        state.ops.remove(&id);
     }
 
     fn relative(&self, device: &Path) -> String {
@@ -205,82 +262,70 @@ impl GuardedFs {
         device_key(&self.roots, path)
     }
 
-    fn run<T: Send + 'static>(
+    fn run<T>(
         &self,
         path: &Path,
-        op: impl FnOnce(&dyn Fs, &Path) -> io::Result<T> + Send + 'static,
+        op: impl FnOnce(&dyn Fs, &Path) -> io::Result<T>,
     ) -> io::Result<T> {
         let device = self.device_of(path);
+        let attempt = ATTEMPT.with(Cell::get);
+        let op_id = self.next_op.fetch_add(1, Ordering::Relaxed);
         {
-            let blocked = lock(&self.blocked);
-            if let Some(entry) = blocked.get(&device) {
-                return Err(io::Error::new(
-                    io::ErrorKind::ResourceBusy,
-                    Blocked::DeviceBlocked {
-                        device: PathBuf::from(self.relative(&device)),
-                        for_: entry.since.elapsed(),
-                    },
-                ));
-            }
-            if blocked.len() >= MAX_BLOCKED {
-                return Err(io::Error::new(
-                    io::ErrorKind::ResourceBusy,
-                    Blocked::TooManyBlocked,
-                ));
-            }
-        }
-        let wait = wait_now();
-        let job = self.next_job.fetch_add(1, Ordering::Relaxed);
-        let done = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::sync_channel(1);
-        let inner = Arc::clone(&self.inner);
-        let owned = path.to_path_buf();
-        let blocked = Arc::clone(&self.blocked);
-        let key = device.clone();
-        let finished = Arc::clone(&done);
-        self.pool.submit(Box::new(move || {
-            let result = op(inner.as_ref(), &owned);
+            let mut state = lock(&self.state);
+            if let Some((id, _)) = attempt
+                && state.abandoned.contains(&id)
             {
-                let mut blocked = lock(&blocked);
-                finished.store(true, Ordering::Release);
-                if blocked.get(&key).is_some_and(|e| e.job == job) {
-                    blocked.remove(&key);
-                }
+                return Err(skip(Blocked::Abandoned));
             }
-            let _ = tx.send(result);
-        }));
-        match rx.recv_timeout(wait) {
-            Ok(result) => result,
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other(
-                "the read's worker thread ended without an answer",
-            )),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let mut blocked = lock(&self.blocked);
-                if done.load(Ordering::Acquire) {
-                    drop(blocked);
-                    return rx.recv().unwrap_or_else(|_| {
-                        Err(io::Error::other(
-                            "the read's worker thread ended without an answer",
-                        ))
-                    });
-                }
-                blocked.insert(
-                    device,
-                    Entry {
-                        job,
+            if let Some(entry) = state.blocked.get(&device) {
+                return Err(skip(Blocked::DeviceBlocked {
+                    device: PathBuf::from(self.relative(&device)),
+                    for_: entry.since.elapsed(),
+                }));
+            }
+            if state.blocked.len() >= MAX_BLOCKED {
+                return Err(skip(Blocked::TooManyBlocked));
+            }
+            if let Some((id, deadline)) = attempt {
+                state.ops.insert(
+                    id,
+                    Op {
+                        id: op_id,
+                        device: device.clone(),
                         path: path.to_path_buf(),
-                        since: Instant::now() - wait,
+                        started: Instant::now(),
+                        deadline,
                     },
                 );
-                drop(blocked);
-                self.timeouts.fetch_add(1, Ordering::Relaxed);
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    Blocked::TimedOut { waited: wait },
-                ))
             }
         }
+        let result = op(self.inner.as_ref(), path);
+        let mut state = lock(&self.state);
+        if let Some((id, _)) = attempt
+            && state.ops.get(&id).is_some_and(|op| op.id == op_id)
+        {
+            state.ops.remove(&id);
+        }
+        if state.blocked.get(&device).is_some_and(|e| e.op == op_id) {
+            state.blocked.remove(&device);
+        }
+        let abandoned = attempt.is_some_and(|(id, _)| state.abandoned.contains(&id));
+        drop(state);
+        if abandoned {
+            // Too late: the agent has moved on without this answer.
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                Blocked::TimedOut {
+                    waited: Duration::ZERO,
+                },
+            ));
+        }
+        result
     }
+}
+
+fn skip(why: Blocked) -> io::Error {
+    io::Error::new(io::ErrorKind::ResourceBusy, why)
 }
 
 impl Fs for GuardedFs {
@@ -365,93 +410,16 @@ fn normal(path: &Path) -> impl Iterator<Item = &str> {
     })
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-/// Worker threads that run operations; a thread is added whenever none is idle, and an idle one
-/// ends after [`IDLE_LIFETIME`].
-#[derive(Debug, Default)]
-struct Pool {
-    state: Mutex<PoolState>,
-    ready: Condvar,
-}
-
-#[derive(Default)]
-struct PoolState {
-    queue: VecDeque<Job>,
-    idle: usize,
-    threads: usize,
-}
-
-impl std::fmt::Debug for PoolState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoolState")
-            .field("queued", &self.queue.len())
-            .field("idle", &self.idle)
-            .field("threads", &self.threads)
-            .finish()
-    }
-}
-
-impl Pool {
-    fn submit(self: &Arc<Self>, job: Job) {
-        let mut state = lock(&self.state);
-        state.queue.push_back(job);
-        if state.idle >= state.queue.len() {
-            self.ready.notify_one();
-            return;
-        }
-        state.threads += 1;
-        drop(state);
-        let pool = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("railscope-fs".into())
-            .spawn(move || pool.work());
-        if spawned.is_err() {
-            // No thread to be had: run queued jobs here rather than lose them.
-            let mut state = lock(&self.state);
-            state.threads -= 1;
-            let jobs: Vec<Job> = state.queue.drain(..).collect();
-            drop(state);
-            for job in jobs {
-                job();
-            }
-        }
-    }
-
-    fn work(&self) {
-        let mut state = lock(&self.state);
-        loop {
-            if let Some(job) = state.queue.pop_front() {
-                drop(state);
-                job();
-                state = lock(&self.state);
-                continue;
-            }
-            state.idle += 1;
-            let (next, timeout) = self
-                .ready
-                .wait_timeout(state, IDLE_LIFETIME)
-                .unwrap_or_else(|e| e.into_inner());
-            state = next;
-            state.idle -= 1;
-            if timeout.timed_out() && state.queue.is_empty() {
-                state.threads -= 1;
-                return;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fs::RealFs;
+    use std::sync::Condvar;
     use std::sync::atomic::AtomicUsize;
 
-    /// A file system whose reads of one path block until released.
+    /// A file system whose reads of paths ending in `blocking` block until released.
     #[derive(Debug, Default)]
     struct Gate {
-        path: PathBuf,
         open: Mutex<bool>,
         cv: Condvar,
         entered: AtomicUsize,
@@ -466,7 +434,7 @@ mod tests {
 
     impl Fs for Gate {
         fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-            if path == self.path {
+            if path.ends_with("blocking") {
                 self.entered.fetch_add(1, Ordering::SeqCst);
                 let mut open = lock(&self.open);
                 while !*open {
@@ -526,54 +494,92 @@ mod tests {
         assert_eq!(key("/elsewhere/file"), "/elsewhere");
     }
 
+    /// Starts attempt `id` reading `path` on its own thread and waits until the watchdog
+    /// finds it stalled.
+    fn stall(
+        fs: &Arc<GuardedFs>,
+        path: &str,
+        deadline: Instant,
+    ) -> (std::thread::JoinHandle<io::Result<Vec<u8>>>, BlockedDevice) {
+        let id = next_attempt();
+        let thread = {
+            let fs = Arc::clone(fs);
+            let path = PathBuf::from(path);
+            std::thread::spawn(move || with_attempt(id, deadline, || fs.read(&path)))
+        };
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(blocked) = fs.check_stalled(id) {
+                return (thread, blocked);
+            }
+            assert!(Instant::now() < until, "never stalled");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     #[test]
     fn a_blocked_read_skips_its_device_until_it_returns() {
-        let gate = Arc::new(Gate {
-            path: PathBuf::from("/s/class/infiniband/mlx5_1/ports/1/state"),
-            ..Gate::default()
-        });
-        let fs = GuardedFs::new(gate.clone(), roots());
-        let deadline = Instant::now() + Duration::from_millis(400);
-        with_deadline(deadline, || {
-            let err = fs.read(&gate.path).unwrap_err();
-            assert!(is_timed_out(&err), "{err}");
-            assert_eq!(err.kind(), io::ErrorKind::TimedOut);
-            // The same device is skipped without trying ...
+        let gate = Arc::new(Gate::default());
+        let fs = Arc::new(GuardedFs::new(gate.clone(), roots()));
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(400);
+        let (thread, blocked) = stall(&fs, "/s/class/infiniband/mlx5_1/ports/1/blocking", deadline);
+        assert_eq!(blocked.device, "class/infiniband/mlx5_1");
+        assert!(
+            start.elapsed() >= Duration::from_millis(150),
+            "stalled after half the time to the deadline, not before"
+        );
+        // A fresh attempt skips the blocked device without trying and reads every other one.
+        with_attempt(next_attempt(), deadline, || {
             let err = fs
-                .read(Path::new("/s/class/infiniband/mlx5_1/ports/1/rate"))
+                .read(Path::new("/s/class/infiniband/mlx5_1/ports/1/blocking"))
                 .unwrap_err();
             assert!(is_skipped(&err), "{err}");
-            // ... every other device is read.
+            assert_eq!(err.kind(), io::ErrorKind::ResourceBusy);
+            assert!(is_skipped(
+                &fs.read(Path::new("/s/class/infiniband/mlx5_1/ports/1/rate"))
+                    .unwrap_err()
+            ));
             assert_eq!(
                 fs.read(Path::new("/s/class/infiniband/mlx5_0/ports/1/rate"))
                     .unwrap(),
                 b"/s/class/infiniband/mlx5_0/ports/1/rate"
             );
         });
-        // Repeated collections do not start another blocked read.
-        for _ in 0..20 {
-            with_deadline(Instant::now() + Duration::from_millis(100), || {
-                assert!(fs.read(&gate.path).is_err());
-            });
-        }
         assert_eq!(gate.entered.load(Ordering::SeqCst), 1);
         assert_eq!(fs.timeouts_total(), 1);
-        let blocked = fs.blocked();
-        assert_eq!(blocked.len(), 1);
-        assert_eq!(blocked[0].device, "class/infiniband/mlx5_1");
-        assert!(fs.threads() <= 3, "threads: {}", fs.threads());
+        assert_eq!(fs.abandoned(), 1);
+        assert_eq!(fs.blocked().len(), 1);
 
         gate.release();
-        let until = Instant::now() + Duration::from_secs(5);
-        while !fs.blocked().is_empty() {
-            assert!(Instant::now() < until, "the device never came back");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(fs.read(&gate.path).unwrap(), b"late\n");
+        // The abandoned attempt's answer is too late: it gets a timeout, not the value.
+        let late = thread.join().unwrap().unwrap_err();
+        assert!(is_timed_out(&late), "{late}");
+        assert!(fs.blocked().is_empty(), "the device is back");
+        with_attempt(next_attempt(), deadline, || {
+            assert_eq!(
+                fs.read(Path::new("/s/class/infiniband/mlx5_1/ports/1/blocking"))
+                    .unwrap(),
+                b"late\n"
+            );
+        });
     }
 
     #[test]
-    fn errors_pass_through_and_threads_are_reused() {
+    fn an_abandoned_attempt_reads_nothing_more() {
+        let fs = GuardedFs::new(Arc::new(Gate::default()), roots());
+        let id = next_attempt();
+        lock(&fs.state).abandoned.insert(id);
+        with_attempt(id, Instant::now(), || {
+            let err = fs.read(Path::new("/s/class/net/eth0/mtu")).unwrap_err();
+            assert!(is_skipped(&err), "{err}");
+        });
+        fs.finish_attempt(id);
+        assert_eq!(fs.abandoned(), 0);
+    }
+
+    #[test]
+    fn operations_outside_attempts_and_errors_pass_through() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, "1\n").unwrap();
@@ -584,52 +590,42 @@ mod tests {
                 procfs: PathBuf::from("/proc"),
             },
         );
-        for _ in 0..200 {
+        assert_eq!(fs.read(&file).unwrap(), b"1\n");
+        with_attempt(next_attempt(), Instant::now(), || {
             assert_eq!(fs.read(&file).unwrap(), b"1\n");
-        }
-        let err = fs.read(&dir.path().join("missing")).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::NotFound);
-        assert!(!is_skipped(&err) && !is_timed_out(&err));
-        assert!(fs.exists(&file));
-        assert!(fs.threads() <= 2, "threads: {}", fs.threads());
+            let err = fs.read(&dir.path().join("missing")).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::NotFound);
+            assert!(!is_skipped(&err) && !is_timed_out(&err));
+            assert!(fs.exists(&file));
+        });
+        assert!(
+            lock(&fs.state).ops.is_empty(),
+            "finished operations are forgotten"
+        );
     }
 
     #[test]
     fn blocked_devices_are_capped() {
-        #[derive(Debug)]
-        struct Forever;
-        impl Fs for Forever {
-            fn read(&self, _: &Path) -> io::Result<Vec<u8>> {
-                std::thread::sleep(Duration::from_secs(3600));
-                Ok(vec![])
-            }
-            fn read_dir(&self, _: &Path) -> io::Result<Vec<DirEntry>> {
-                Ok(vec![])
-            }
-            fn read_link(&self, p: &Path) -> io::Result<PathBuf> {
-                Ok(p.to_path_buf())
-            }
-            fn exists(&self, _: &Path) -> bool {
-                true
-            }
-            fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> {
-                Ok(p.to_path_buf())
-            }
+        let gate = Arc::new(Gate::default());
+        let fs = Arc::new(GuardedFs::new(gate.clone(), roots()));
+        let mut threads = Vec::new();
+        for i in 0..MAX_BLOCKED {
+            let (thread, _) = stall(
+                &fs,
+                &format!("/s/class/net/eth{i}/blocking"),
+                Instant::now(),
+            );
+            threads.push(thread);
         }
-        let fs = GuardedFs::new(Arc::new(Forever), roots());
-        with_deadline(Instant::now(), || {
-            for i in 0..(MAX_BLOCKED + 10) {
-                let err = fs
-                    .read(Path::new(&format!("/s/class/net/eth{i}/mtu")))
-                    .unwrap_err();
-                if i < MAX_BLOCKED {
-                    assert!(is_timed_out(&err), "{i}: {err}");
-                } else {
-                    assert!(is_skipped(&err), "{i}: {err}");
-                }
-            }
-        });
         assert_eq!(fs.blocked().len(), MAX_BLOCKED);
-        assert!(fs.threads() <= MAX_BLOCKED + 1);
+        with_attempt(next_attempt(), Instant::now(), || {
+            let err = fs.read(Path::new("/s/class/net/other/mtu")).unwrap_err();
+            assert!(is_skipped(&err), "{err}");
+        });
+        gate.release();
+        for thread in threads {
+            assert!(thread.join().unwrap().is_err());
+        }
+        assert!(fs.blocked().is_empty());
     }
 }
