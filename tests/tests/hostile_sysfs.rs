@@ -319,7 +319,7 @@ impl Run {
         }
         if !lost.is_empty() {
             let total = lost.len();
-            lost.truncate(30);
+            lost.truncate(12);
             self.failures.push(format!(
                 "{case}: scrape {n}: {total} unbroken series lost or changed, e.g.:\n    {}",
                 lost.join("\n    ")
