@@ -80,7 +80,7 @@ fn speed_word() -> impl Strategy<Value = Option<String>> {
 }
 
 proptest! {
-    #![proptest_config(config(2048))]
+    #![proptest_config(config(1024))]
 
     #[test]
     fn ib_parsers_never_panic(text in text()) {
@@ -228,7 +228,7 @@ proptest! {
 // ---------------------------------------------------------------------------------------
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(config(512))]
 
     #[test]
     fn pma_lookups_never_panic_and_agree(
@@ -395,7 +395,7 @@ fn counters() -> impl Strategy<Value = Vec<(String, u64)>> {
 }
 
 proptest! {
-    #![proptest_config(config(512))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn rdma_netlink_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
@@ -640,7 +640,7 @@ fn errno_field() -> impl Strategy<Value = i32> {
 }
 
 proptest! {
-    #![proptest_config(config(512))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn rtnl_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
@@ -779,7 +779,7 @@ fn dcb_reply(ifname: &str, pfc: Option<&IeeePfc>, tail: usize, seq: u32) -> Vec<
 }
 
 proptest! {
-    #![proptest_config(config(512))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn dcb_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..320), seq in 0u32..4) {
@@ -993,7 +993,7 @@ fn gstring() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config(2048))]
+    #![proptest_config(config(1024))]
 
     #[test]
     fn stat_names_never_panic(name in prop_oneof![any::<String>(), statish()]) {
@@ -1014,7 +1014,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(512))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn ethtool_replies_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
@@ -1113,7 +1113,7 @@ fn pci_chain() -> impl Strategy<Value = (String, Vec<String>)> {
 }
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn pci_parsers_never_panic(text in text(), bytes in prop::collection::vec(any::<u8>(), 0..600)) {
@@ -1232,7 +1232,7 @@ fn rail_key() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(config(512))]
 
     #[test]
     fn host_parsers_never_panic(text in text()) {
