@@ -109,9 +109,7 @@ fn parse_line(line: &str, format: Format) -> Result<Line, String> {
             _ => Err(format!("unknown descriptor {keyword}")),
         };
     }
-    let name_end = line
-        .find(['{', ' '])
-        .ok_or("sample without a value")?;
+    let name_end = line.find(['{', ' ']).ok_or("sample without a value")?;
     let name = &line[..name_end];
     if !is_metric_name(name) {
         return Err(format!("invalid metric name {name:?}"));

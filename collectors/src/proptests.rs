@@ -46,10 +46,47 @@ fn config(cases: u32) -> Config {
 /// use, whitespace, and a few non-ASCII characters.
 fn kernelish() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "0", "1", "4", "9", "00", "400", "2.5", ".5", ".", ":", " ", "  ", "\n", "\t", "x", "0x",
-        "X", "Gb/sec", " (", ")", "(", "NDR", "4X", "ACTIVE", "N/A", "-", "+", "ff", "fe80",
-        "0000", "GT/s", "PCIe", "é", "\u{0}", "18446744073709551615", "18446744073709551616",
-        "4294967296", "e", "E", "inf", "NaN",
+        "0",
+        "1",
+        "4",
+        "9",
+        "00",
+        "400",
+        "2.5",
+        ".5",
+        ".",
+        ":",
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "x",
+        "0x",
+        "X",
+        "Gb/sec",
+        " (",
+        ")",
+        "(",
+        "NDR",
+        "4X",
+        "ACTIVE",
+        "N/A",
+        "-",
+        "+",
+        "ff",
+        "fe80",
+        "0000",
+        "GT/s",
+        "PCIe",
+        "é",
+        "\u{0}",
+        "18446744073709551615",
+        "18446744073709551616",
+        "4294967296",
+        "e",
+        "E",
+        "inf",
+        "NaN",
     ]);
     prop::collection::vec(pieces, 0..12).prop_map(|v| v.concat())
 }
@@ -574,11 +611,17 @@ fn link_spec() -> impl Strategy<Value = LinkSpec> {
             prop::option::of(any::<u32>()),
             prop::option::of(any::<u32>()),
             prop::option::of((prop::collection::vec(any::<u64>(), 8), 23usize..=25)),
-            prop::collection::vec((1000u16..0x3fff, prop::collection::vec(any::<u8>(), 0..12)), 0..3),
+            prop::collection::vec(
+                (1000u16..0x3fff, prop::collection::vec(any::<u8>(), 0..12)),
+                0..3,
+            ),
         ),
     )
         .prop_map(
-            |((index, name, address, mtu, operstate, carrier), (changes, up, down, stats, unknown))| {
+            |(
+                (index, name, address, mtu, operstate, carrier),
+                (changes, up, down, stats, unknown),
+            )| {
                 LinkSpec {
                     index,
                     name,
@@ -636,7 +679,13 @@ fn link_payload(spec: &LinkSpec) -> Vec<u8> {
 
 /// An errno as `NLMSG_ERROR` carries it, edge values included.
 fn errno_field() -> impl Strategy<Value = i32> {
-    prop_oneof![any::<i32>(), Just(i32::MIN), Just(i32::MAX), Just(0), -4095i32..=0]
+    prop_oneof![
+        any::<i32>(),
+        Just(i32::MIN),
+        Just(i32::MAX),
+        Just(0),
+        -4095i32..=0
+    ]
 }
 
 proptest! {
@@ -872,20 +921,42 @@ fn stat() -> impl Strategy<Value = Stat> {
     use Stat::*;
     let p = 0u8..8;
     prop_oneof![
-        (p.clone(), direction()).prop_map(|(priority, direction)| PfcPauseFrames { priority, direction }),
-        (p.clone(), direction()).prop_map(|(priority, direction)| PfcPauseDurationMicros { priority, direction }),
-        (p.clone(), direction()).prop_map(|(priority, direction)| PfcPauseTransitions { priority, direction }),
+        (p.clone(), direction()).prop_map(|(priority, direction)| PfcPauseFrames {
+            priority,
+            direction
+        }),
+        (p.clone(), direction()).prop_map(|(priority, direction)| PfcPauseDurationMicros {
+            priority,
+            direction
+        }),
+        (p.clone(), direction()).prop_map(|(priority, direction)| PfcPauseTransitions {
+            priority,
+            direction
+        }),
         direction().prop_map(|direction| GlobalPauseFrames { direction }),
         direction().prop_map(|direction| GlobalPauseDurationMicros { direction }),
         direction().prop_map(|direction| GlobalPauseTransitions { direction }),
         prop_oneof![Just(StormLevel::Warning), Just(StormLevel::Error)]
             .prop_map(|level| PauseStormEvents { level }),
-        (p.clone(), direction()).prop_map(|(priority, direction)| PriorityBytes { priority, direction }),
-        (p.clone(), direction()).prop_map(|(priority, direction)| PriorityPackets { priority, direction }),
-        (p.clone(), prop_oneof![
-            Just(DiscardReason::Discard), Just(DiscardReason::Buffer), Just(DiscardReason::Congestion)
-        ]).prop_map(|(priority, reason)| PriorityDiscards { priority, reason }),
-        p.clone().prop_map(|priority| PriorityEcnMarked { priority }),
+        (p.clone(), direction()).prop_map(|(priority, direction)| PriorityBytes {
+            priority,
+            direction
+        }),
+        (p.clone(), direction()).prop_map(|(priority, direction)| PriorityPackets {
+            priority,
+            direction
+        }),
+        (
+            p.clone(),
+            prop_oneof![
+                Just(DiscardReason::Discard),
+                Just(DiscardReason::Buffer),
+                Just(DiscardReason::Congestion)
+            ]
+        )
+            .prop_map(|(priority, reason)| PriorityDiscards { priority, reason }),
+        p.clone()
+            .prop_map(|priority| PriorityEcnMarked { priority }),
         Just(OutOfBuffer),
         direction().prop_map(|direction| PhyDiscards { direction }),
         direction().prop_map(|direction| PhyPauseControlFrames { direction }),
@@ -894,11 +965,19 @@ fn stat() -> impl Strategy<Value = Stat> {
         Just(PhyLinkDownEvents),
         (direction(), any::<bool>()).prop_map(|(direction, u)| RdmaPackets {
             direction,
-            cast: if u { names::Cast::Unicast } else { names::Cast::Multicast },
+            cast: if u {
+                names::Cast::Unicast
+            } else {
+                names::Cast::Multicast
+            },
         }),
         (direction(), any::<bool>()).prop_map(|(direction, u)| RdmaBytes {
             direction,
-            cast: if u { names::Cast::Unicast } else { names::Cast::Multicast },
+            cast: if u {
+                names::Cast::Unicast
+            } else {
+                names::Cast::Multicast
+            },
         }),
         Just(EcnMarked),
     ]
@@ -916,9 +995,18 @@ fn driver_names(stat: Stat) -> Vec<String> {
         names::Cast::Multicast => "multicast",
     };
     match stat {
-        PfcPauseFrames { priority, direction } => both(priority, direction, "pause"),
-        PfcPauseDurationMicros { priority, direction } => both(priority, direction, "pause_duration"),
-        PfcPauseTransitions { priority, direction } => both(priority, direction, "pause_transition"),
+        PfcPauseFrames {
+            priority,
+            direction,
+        } => both(priority, direction, "pause"),
+        PfcPauseDurationMicros {
+            priority,
+            direction,
+        } => both(priority, direction, "pause_duration"),
+        PfcPauseTransitions {
+            priority,
+            direction,
+        } => both(priority, direction, "pause_transition"),
         GlobalPauseFrames { direction } => vec![format!("{}_global_pause", direction.as_str())],
         GlobalPauseDurationMicros { direction } => {
             vec![format!("{}_global_pause_duration", direction.as_str())]
@@ -927,12 +1015,18 @@ fn driver_names(stat: Stat) -> Vec<String> {
             vec![format!("{}_global_pause_transition", direction.as_str())]
         }
         PauseStormEvents { level } => vec![format!("tx_pause_storm_{}_events", level.as_str())],
-        PriorityBytes { priority, direction } => {
+        PriorityBytes {
+            priority,
+            direction,
+        } => {
             let mut v = both(priority, direction, "bytes");
             v.push(format!("prio{priority}_{}_octets", direction.as_str()));
             v
         }
-        PriorityPackets { priority, direction } => {
+        PriorityPackets {
+            priority,
+            direction,
+        } => {
             let mut v = both(priority, direction, "packets");
             v.push(format!("prio{priority}_{}_frames", direction.as_str()));
             v
@@ -948,15 +1042,25 @@ fn driver_names(stat: Stat) -> Vec<String> {
         PriorityEcnMarked { priority } => vec![format!("rx_prio{priority}_marked")],
         OutOfBuffer => vec!["rx_out_of_buffer".into()],
         PhyDiscards { direction } => vec![format!("{}_discards_phy", direction.as_str())],
-        PhyPauseControlFrames { direction } => vec![format!("{}_pause_ctrl_phy", direction.as_str())],
+        PhyPauseControlFrames { direction } => {
+            vec![format!("{}_pause_ctrl_phy", direction.as_str())]
+        }
         PhyCorrectedBits => vec!["rx_corrected_bits_phy".into()],
         PhySymbolErrors => vec!["rx_pcs_symbol_err_phy".into()],
         PhyLinkDownEvents => vec!["link_down_events_phy".into()],
         RdmaPackets { direction, cast: c } => {
-            vec![format!("{}_vport_rdma_{}_packets", direction.as_str(), cast(c))]
+            vec![format!(
+                "{}_vport_rdma_{}_packets",
+                direction.as_str(),
+                cast(c)
+            )]
         }
         RdmaBytes { direction, cast: c } => {
-            vec![format!("{}_vport_rdma_{}_bytes", direction.as_str(), cast(c))]
+            vec![format!(
+                "{}_vport_rdma_{}_bytes",
+                direction.as_str(),
+                cast(c)
+            )]
         }
         EcnMarked => vec!["rx_ecn_mark".into()],
     }
@@ -965,10 +1069,44 @@ fn driver_names(stat: Stat) -> Vec<String> {
 /// Names built from the words the real ones are made of.
 fn statish() -> impl Strategy<Value = String> {
     let words = prop::sample::select(vec![
-        "rx", "tx", "prio0", "prio3", "prio7", "prio8", "prio", "prio03", "global", "pause",
-        "duration", "transition", "bytes", "packets", "octets", "frames", "discards", "buf",
-        "cong", "discard", "marked", "vport", "rdma", "unicast", "multicast", "phy", "storm",
-        "warning", "error", "events", "out", "of", "buffer", "ecn", "mark", "", " ", "é",
+        "rx",
+        "tx",
+        "prio0",
+        "prio3",
+        "prio7",
+        "prio8",
+        "prio",
+        "prio03",
+        "global",
+        "pause",
+        "duration",
+        "transition",
+        "bytes",
+        "packets",
+        "octets",
+        "frames",
+        "discards",
+        "buf",
+        "cong",
+        "discard",
+        "marked",
+        "vport",
+        "rdma",
+        "unicast",
+        "multicast",
+        "phy",
+        "storm",
+        "warning",
+        "error",
+        "events",
+        "out",
+        "of",
+        "buffer",
+        "ecn",
+        "mark",
+        "",
+        " ",
+        "é",
     ]);
     (prop::collection::vec(words, 1..7), "[ \t]{0,2}").prop_map(|(w, pad)| w.join("_") + &pad)
 }
@@ -1059,7 +1197,27 @@ proptest! {
 /// An AER type name as `aer_stats_attrs` prints them: no whitespace.
 fn aer_name() -> impl Strategy<Value = String> {
     prop_oneof![
-        prop::sample::select(vec!["RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP", "ECRC", "UnsupReq", "ACSViol"]).prop_map(str::to_owned),
+        prop::sample::select(vec![
+            "RxErr",
+            "BadTLP",
+            "BadDLLP",
+            "Rollover",
+            "Timeout",
+            "Undefined",
+            "DLP",
+            "SDES",
+            "TLP",
+            "FCP",
+            "CmpltTO",
+            "CmpltAbrt",
+            "UnxCmplt",
+            "RxOF",
+            "MalfTLP",
+            "ECRC",
+            "UnsupReq",
+            "ACSViol"
+        ])
+        .prop_map(str::to_owned),
         "[!-~]{1,20}".prop_filter("not a total", |n| !n.starts_with("TOTAL_ERR_")),
     ]
 }
@@ -1223,7 +1381,11 @@ proptest! {
 // ---------------------------------------------------------------------------------------
 
 fn limit_value() -> impl Strategy<Value = Option<u64>> {
-    prop_oneof![Just(None), any::<u64>().prop_map(Some), (0u64..1 << 30).prop_map(Some)]
+    prop_oneof![
+        Just(None),
+        any::<u64>().prop_map(Some),
+        (0u64..1 << 30).prop_map(Some)
+    ]
 }
 
 /// A rail map key: a device, `device/port` or PCI address; no `,` or `=`, trimmed.
@@ -1305,5 +1467,52 @@ proptest! {
         prop_assert_eq!(pci_to_sysfs(&nvml), sysfs.clone());
         prop_assert_eq!(pci_to_sysfs(&sysfs), sysfs.clone());
         prop_assert!(parse::is_pci_address(&pci_to_sysfs(&nvml)));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// infiniband/verbs.rs and ethtool/mod.rs: what libibverbs and the string set hand over
+// ---------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    /// `enum ibv_mtu` to bytes: 1–5 are 256–4096, anything else is no value.
+    #[test]
+    fn verbs_mtus_round_trip(value in any::<i32>(), log in 8u32..=12) {
+        match crate::infiniband::verbs::mtu_bytes(value) {
+            Some(bytes) => prop_assert!((1..=5).contains(&value) && bytes == 128 << value),
+            None => prop_assert!(!(1..=5).contains(&value)),
+        }
+        let bytes = 1u32 << log;
+        prop_assert_eq!(crate::infiniband::verbs::mtu_bytes(log as i32 - 7), Some(bytes));
+    }
+
+    /// A driver's string set, duplicates and odd names included, is sorted into known
+    /// statistics (each once, first value wins) and, when asked for, others (each once).
+    #[test]
+    fn string_sets_sort_into_known_and_other(
+        raw in prop::collection::vec(
+            (prop_oneof![statish(), stat().prop_map(|s| driver_names(s)[0].clone()), any::<String>()], any::<u64>()),
+            0..24,
+        ),
+        include in prop::option::of(prop::sample::select(vec!["", "^rx", "phy", "[,\" ]", "^$"])),
+    ) {
+        let re = include.map(|r| regex::Regex::new(r).unwrap());
+        let stats = crate::ethtool::NetdevStats::from_raw("e\"0", raw.clone(), re.as_ref());
+        prop_assert_eq!(stats.reported, raw.len());
+        let mut want_known: Vec<(Stat, u64)> = Vec::new();
+        let mut want_other: Vec<(String, u64)> = Vec::new();
+        for (name, value) in &raw {
+            match names::parse(name) {
+                Some(stat) if !want_known.iter().any(|(s, _)| *s == stat) => want_known.push((stat, *value)),
+                Some(_) => {}
+                None if re.as_ref().is_some_and(|re| re.is_match(name))
+                    && !want_other.iter().any(|(n, _)| n == name) => want_other.push((name.clone(), *value)),
+                None => {}
+            }
+        }
+        prop_assert_eq!(stats.known, want_known);
+        prop_assert_eq!(stats.other, want_other);
     }
 }

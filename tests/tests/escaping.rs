@@ -44,7 +44,10 @@ fn read_samples(text: &str) -> Vec<Sample> {
                 assert_eq!(chars.next(), Some('"'), "{line:?}");
                 let mut value = String::new();
                 loop {
-                    match chars.next().unwrap_or_else(|| panic!("unclosed value: {line:?}")) {
+                    match chars
+                        .next()
+                        .unwrap_or_else(|| panic!("unclosed value: {line:?}"))
+                    {
                         '\\' => match chars.next() {
                             Some('\\') => value.push('\\'),
                             Some('"') => value.push('"'),
@@ -102,7 +105,11 @@ fn hostile_tree(root: &Path) {
     let fn1 = sys.join("devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1");
 
     // The RDMA device, renamed as `rdma dev set mlx5_0 name …` does.
-    std::fs::rename(fn0.join("infiniband/mlx5_0"), fn0.join("infiniband").join(DEVICE)).unwrap();
+    std::fs::rename(
+        fn0.join("infiniband/mlx5_0"),
+        fn0.join("infiniband").join(DEVICE),
+    )
+    .unwrap();
     std::fs::remove_file(sys.join("class/infiniband/mlx5_0")).unwrap();
     std::os::unix::fs::symlink(
         format!("../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/infiniband/{DEVICE}"),
@@ -131,7 +138,10 @@ fn hostile_tree(root: &Path) {
     assert!(renamed > 0, "no GID names the netdev");
 
     // Driver counters whose file names need escaping.
-    let port_counters = fn0.join("infiniband").join(DEVICE).join("ports/1/hw_counters");
+    let port_counters = fn0
+        .join("infiniband")
+        .join(DEVICE)
+        .join("ports/1/hw_counters");
     write(&port_counters.join(PORT_COUNTER), "1234\n");
     write(&port_counters.join(PORT_COUNTER_NEWLINE), "5678\n");
     let device_counters = fn0.join("infiniband").join(DEVICE).join("hw_counters");

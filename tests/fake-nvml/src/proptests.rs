@@ -43,8 +43,23 @@ fn mangled_json() -> impl Strategy<Value = String> {
         any::<prop::sample::Index>(),
         0u8..4,
         prop::sample::select(vec![
-            "\"", "{", "}", "[", "]", ",", ":", "-1", "1e999", "18446744073709551616", "null",
-            "\"0x\"", "\"0x+1\"", "true", "\\u0000", "\"\\ud800\"", "é",
+            "\"",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "-1",
+            "1e999",
+            "18446744073709551616",
+            "null",
+            "\"0x\"",
+            "\"0x+1\"",
+            "true",
+            "\\u0000",
+            "\"\\ud800\"",
+            "é",
         ]),
     )
         .prop_map(|(text, at, how, token)| {
@@ -63,7 +78,9 @@ fn mangled_json() -> impl Strategy<Value = String> {
                 }
                 _ => {
                     // Replace the next number with the token.
-                    let start = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
+                    let start = tail
+                        .find(|c: char| c.is_ascii_digit())
+                        .unwrap_or(tail.len());
                     let end = tail[start..]
                         .find(|c: char| !c.is_ascii_digit())
                         .map_or(tail.len(), |e| start + e);
