@@ -729,6 +729,32 @@ proptest! {
         }
     }
 
+    /// Every attribute type a kernel may send (`IFLA_*` up to 70, nested ones included:
+    /// `IFLA_LINKINFO`, `IFLA_AF_SPEC`, `IFLA_PROP_LIST`, ...) with an arbitrary payload, some
+    /// of them nested again: `netlink-packet-route` parses each, and a bad one is skipped,
+    /// never a panic.
+    #[test]
+    fn arbitrary_link_attributes_never_panic(
+        family in prop_oneof![Just(0u8), Just(7u8), Just(10u8), any::<u8>()],
+        attrs in prop::collection::vec(
+            (0u16..72, any::<bool>(), prop::collection::vec(any::<u8>(), 0..48), prop::collection::vec((0u16..40, prop::collection::vec(any::<u8>(), 0..16)), 0..3)),
+            0..8,
+        ),
+    ) {
+        let mut p = vec![family, 0];
+        p.extend_from_slice(&1u16.to_ne_bytes());
+        p.extend_from_slice(&[1, 0, 0, 0, 0x43, 0x10, 0, 0, 0, 0, 0, 0]);
+        for (ty, nested, payload, children) in &attrs {
+            if *nested {
+                let children: Vec<Vec<u8>> = children.iter().map(|(t, c)| nla(*t, c)).collect();
+                p.extend(nest(*ty, &children));
+            } else {
+                p.extend(nla(*ty, payload));
+            }
+        }
+        let _ = rtnl::decode_link(&p);
+    }
+
     #[test]
     fn mangled_links_never_panic(bytes in link_spec().prop_flat_map(|s| mutated(link_payload(&s)))) {
         let _ = rtnl::decode_link(&bytes);

@@ -652,8 +652,12 @@ impl HexOrNum {
                     .strip_prefix("0x")
                     .or_else(|| s.strip_prefix("0X"))
                     .ok_or_else(|| E::custom(format!("{s:?}: hex numbers start with 0x")))?;
-                u64::from_str_radix(&digits.replace('_', ""), 16)
-                    .map_err(|e| E::custom(format!("{s:?}: {e}")))
+                let digits = digits.replace('_', "");
+                // Digits only: `from_str_radix` alone also takes a sign (`0x+1`).
+                if let Some(c) = digits.chars().find(|c| !c.is_ascii_hexdigit()) {
+                    return Err(E::custom(format!("{s:?}: {c:?} is not a hex digit")));
+                }
+                u64::from_str_radix(&digits, 16).map_err(|e| E::custom(format!("{s:?}: {e}")))
             }
         }
     }
@@ -790,5 +794,10 @@ mod tests {
             r#"{"bus_id": "00000000:1B:00.0", "device_id": 1, "subsytem_id": 5}"#,
         );
         assert!(typo.unwrap_err().to_string().contains("subsytem_id"));
+        // Found by the property tests: a sign was read as part of a hex number.
+        let signed = serde_json::from_str::<Pci>(
+            r#"{"bus_id": "00000000:1B:00.0", "device_id": "0x+0", "subsystem_id": 5}"#,
+        );
+        assert!(signed.is_err());
     }
 }

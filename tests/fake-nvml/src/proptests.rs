@@ -155,6 +155,9 @@ proptest! {
         let json = format!(r#"{{"bus_id": "0000:1b:00.0", "device_id": {written}, "subsystem_id": 0}}"#);
         let pci: crate::fixture::Pci = serde_json::from_str(&json).unwrap();
         prop_assert_eq!(pci.device_id, v);
+        // A sign is not a hex digit.
+        let signed = format!(r#"{{"bus_id": "0000:1b:00.0", "device_id": "0x+{v:x}", "subsystem_id": 0}}"#);
+        prop_assert!(serde_json::from_str::<crate::fixture::Pci>(&signed).is_err());
     }
 }
 
