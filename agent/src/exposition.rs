@@ -198,7 +198,11 @@ pub fn encode(families: &[Family], format: Format) -> String {
             (Format::OpenMetrics, MetricType::Counter) => (family.name.to_owned(), "counter"),
             (Format::OpenMetrics, MetricType::Info) => (family.name.to_owned(), "info"),
         };
-        let _ = writeln!(out, "# HELP {header_name} {}", escape_help(family.help));
+        let _ = writeln!(
+            out,
+            "# HELP {header_name} {}",
+            escape_help(family.help, format)
+        );
         let _ = writeln!(out, "# TYPE {header_name} {kind}");
         if let (Format::OpenMetrics, Some(unit)) = (format, family.unit) {
             let _ = writeln!(out, "# UNIT {header_name} {unit}");
@@ -230,10 +234,18 @@ pub fn encode(families: &[Family], format: Format) -> String {
     out
 }
 
-fn escape_help(help: &str) -> String {
-    help.replace('\\', "\\\\").replace('\n', "\\n")
+/// Escapes help text: `\` and newline in both formats; OpenMetrics writes help as an
+/// escaped string like a label value, so `"` is escaped there too (text 0.0.4 would keep a
+/// `\"` literally).
+pub(crate) fn escape_help(help: &str, format: Format) -> String {
+    let help = help.replace('\\', "\\\\").replace('\n', "\\n");
+    match format {
+        Format::Prometheus => help,
+        Format::OpenMetrics => help.replace('"', "\\\""),
+    }
 }
 
+/// Escapes a label value as both formats require: `\`, `"` and newline.
 fn escape_label_value(out: &mut String, value: &str) {
     for c in value.chars() {
         match c {

@@ -15,6 +15,8 @@ pub mod exposition;
 pub mod logging;
 pub mod mapping;
 pub mod process;
+#[cfg(test)]
+mod proptests;
 pub mod scheduler;
 pub mod server;
 

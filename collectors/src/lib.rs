@@ -26,6 +26,8 @@ pub mod netdev;
 pub mod netdevs;
 pub mod pci;
 pub mod pcie;
+#[cfg(test)]
+mod proptests;
 pub mod source;
 pub mod topology;
 

@@ -127,9 +127,14 @@ pub fn distance(a: &PciPath, a_numa: Option<i64>, b: &PciPath, b_numa: Option<i6
     }
 }
 
-/// Parses a hexadecimal id file (`0x10de`).
+/// Parses a hexadecimal id file (`0x10de`); only hex digits may follow the `0x` (a bare
+/// `from_str_radix` also takes a sign).
 pub fn parse_hex_id(text: &str) -> Option<u32> {
-    u32::from_str_radix(text.trim().strip_prefix("0x")?, 16).ok()
+    let digits = text.trim().strip_prefix("0x")?;
+    if !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
 }
 
 /// Parses `current_link_speed`/`max_link_speed` (`32.0 GT/s PCIe`, older `8 GT/s`,
@@ -140,11 +145,12 @@ pub fn parse_link_speed(text: &str) -> Option<f64> {
     if !text[number.len()..].trim_start().starts_with("GT/s") {
         return None;
     }
+    // Scaled first, then checked: a huge number would otherwise become +Inf transfers.
     number
         .parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
         .map(|v| v * 1e9)
+        .filter(|v| v.is_finite() && *v > 0.0)
 }
 
 /// One RDMA device backed by a PCI function.
@@ -340,5 +346,19 @@ mod tests {
         assert_eq!(parse_hex_id("0x10de\n"), Some(0x10de));
         assert_eq!(parse_hex_id("0x030200\n"), Some(0x030200));
         assert_eq!(parse_hex_id("10de"), None);
+    }
+
+    /// Found by the property tests: the number was checked before it was scaled to
+    /// transfers per second, so a huge one became `+Inf`.
+    #[test]
+    fn a_link_speed_too_large_to_scale_is_not_infinite() {
+        assert_eq!(parse_link_speed("1.3632781838982762e304 GT/s\n"), None);
+    }
+
+    /// Found by the property tests: `from_str_radix` takes a sign after the `0x`.
+    #[test]
+    fn a_hex_id_with_a_sign_is_not_an_id() {
+        assert_eq!(parse_hex_id("0x+0"), None);
+        assert_eq!(parse_hex_id("0x-1"), None);
     }
 }

@@ -318,7 +318,7 @@ const FI_NVLINK_LINK_COUNT: u32 = 91;
 const FI_NVLINK_THROUGHPUT_DATA_TX: u32 = 138;
 const FI_NVLINK_THROUGHPUT_DATA_RX: u32 = 139;
 
-fn pci_to_sysfs(bus_id: &str) -> String {
+pub(crate) fn pci_to_sysfs(bus_id: &str) -> String {
     // NVML prints `00000000:18:00.0`; sysfs `0000:18:00.0`.
     match bus_id.split_once(':') {
         Some((domain, rest)) => match u32::from_str_radix(domain, 16) {

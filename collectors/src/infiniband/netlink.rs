@@ -328,7 +328,9 @@ impl RdmaNetlink {
                         }
                     }
                     Message::Error(0) => finished = true,
-                    Message::Error(errno) => return Err(io::Error::from_raw_os_error(-errno)),
+                    Message::Error(errno) => {
+                        return Err(io::Error::from_raw_os_error(errno.saturating_neg()));
+                    }
                     Message::Done => finished = true,
                 }
             }

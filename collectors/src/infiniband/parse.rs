@@ -117,10 +117,12 @@ pub fn parse_counter(text: &str) -> Result<u64, ParseError> {
         .map_err(|_| format_error("an unsigned 64-bit counter", text))
 }
 
-/// Parses a hexadecimal `"0x%x"` value (`lid`, `sm_lid`).
+/// Parses a hexadecimal `"0x%x"` value (`lid`, `sm_lid`). Only hex digits may follow the
+/// `0x`: `from_str_radix` alone would also take a sign (`0x+1a`).
 pub fn parse_hex_u32(text: &str) -> Result<u32, ParseError> {
     let text = text.trim();
     text.strip_prefix("0x")
+        .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
         .and_then(|h| u32::from_str_radix(h, 16).ok())
         .ok_or_else(|| format_error("a hexadecimal \"0x...\" value", text))
 }
@@ -335,6 +337,8 @@ mod tests {
         assert_eq!(parse_hex_u32("0x1a3\n"), Ok(0x1a3));
         assert_eq!(parse_hex_u32("0x0\n"), Ok(0));
         assert!(parse_hex_u32("419").is_err());
+        // Found by the property tests: `from_str_radix` takes a sign after the `0x`.
+        assert!(parse_hex_u32("0x+a").is_err());
         assert!(is_pci_address("0000:18:00.0"));
         assert!(is_pci_address("0000:af:00.1"));
         assert!(!is_pci_address("pci0000:00"));

@@ -58,13 +58,14 @@ pub struct Message<'a> {
 
 impl Message<'_> {
     /// The errno of an `NLMSG_ERROR` message, made positive; `Some(0)` is an acknowledgement,
-    /// `None` means the message is not an `NLMSG_ERROR` (or is too short to be one).
+    /// `None` means the message is not an `NLMSG_ERROR` (or is too short to be one). The
+    /// negation saturates: a malformed `i32::MIN` must not overflow.
     pub fn errno(&self) -> Option<i32> {
         if self.ty != NLMSG_ERROR {
             return None;
         }
         let code = self.payload.get(..4)?;
-        Some(-i32::from_ne_bytes([code[0], code[1], code[2], code[3]]))
+        Some(i32::from_ne_bytes([code[0], code[1], code[2], code[3]]).saturating_neg())
     }
 }
 
@@ -462,6 +463,18 @@ mod tests {
         dgram[0] = 0xff;
         dgram[1] = 0xff;
         assert!(messages(&dgram).is_err());
+    }
+
+    /// Found by the property tests: negating `i32::MIN` overflowed (a panic in debug builds).
+    #[test]
+    fn an_error_code_of_i32_min_does_not_overflow() {
+        let mut datagram = 36u32.to_ne_bytes().to_vec();
+        datagram.extend_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        datagram.extend_from_slice(&[0; 10]);
+        datagram.extend_from_slice(&i32::MIN.to_ne_bytes());
+        datagram.extend_from_slice(&[0; 16]);
+        let message = messages(&datagram).unwrap()[0];
+        assert_eq!(message.errno(), Some(i32::MAX));
     }
 
     #[test]

@@ -578,7 +578,8 @@ pub fn parse_bus_id(text: &str) -> Result<BusId, String> {
     let (bus, rest) = rest.split_once(':').ok_or_else(bad)?;
     let (device, function) = rest.split_once('.').ok_or_else(bad)?;
     let hex = |s: &str, max: usize| {
-        if s.is_empty() || s.len() > max {
+        // Digits only: `from_str_radix` alone also takes a sign (`+1b`).
+        if s.is_empty() || s.len() > max || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
             return Err(bad());
         }
         u32::from_str_radix(s, 16).map_err(|_| bad())
@@ -614,7 +615,8 @@ pub fn parse_cpulist(text: &str) -> Result<Vec<u32>, String> {
 pub fn parse_uuid(text: &str) -> Result<[u8; 16], String> {
     let hex: String = text.chars().filter(|c| *c != '-').collect();
     let bad = || format!("{text:?} is not a UUID");
-    if hex.len() != 32 {
+    // Digits only: `from_str_radix` alone also takes a sign (`+f`).
+    if hex.len() != 32 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
         return Err(bad());
     }
     let mut out = [0u8; 16];
@@ -650,8 +652,12 @@ impl HexOrNum {
                     .strip_prefix("0x")
                     .or_else(|| s.strip_prefix("0X"))
                     .ok_or_else(|| E::custom(format!("{s:?}: hex numbers start with 0x")))?;
-                u64::from_str_radix(&digits.replace('_', ""), 16)
-                    .map_err(|e| E::custom(format!("{s:?}: {e}")))
+                let digits = digits.replace('_', "");
+                // Digits only: `from_str_radix` alone also takes a sign (`0x+1`).
+                if let Some(c) = digits.chars().find(|c| !c.is_ascii_hexdigit()) {
+                    return Err(E::custom(format!("{s:?}: {c:?} is not a hex digit")));
+                }
+                u64::from_str_radix(&digits, 16).map_err(|e| E::custom(format!("{s:?}: {e}")))
             }
         }
     }
@@ -732,6 +738,26 @@ mod tests {
         assert_eq!(u[0], 0x01);
         assert_eq!(u[15], 0xef);
         assert!(parse_uuid("0123").is_err());
+        // Found by the property tests: a sign was taken as part of a hex byte.
+        assert!(parse_uuid("A0+aa0AaA00aaa+0A0aaA0aa0A0AA000").is_err());
+        assert!(parse_bus_id("+0000000:1b:00.0").is_err());
+    }
+
+    /// Found by the property tests: without serde_json's `float_roundtrip`, a saved field
+    /// value could read back one ULP off.
+    #[test]
+    fn field_values_survive_save_and_load() {
+        let value = 1.2627632417156264e-115;
+        let field = FieldOverride {
+            id: 1,
+            scope: None,
+            value,
+            value_type: FieldType::Double,
+            error: None,
+        };
+        let back: FieldOverride =
+            serde_json::from_str(&serde_json::to_string(&field).unwrap()).unwrap();
+        assert_eq!(back.value.to_bits(), value.to_bits());
     }
 
     #[test]
@@ -768,5 +794,10 @@ mod tests {
             r#"{"bus_id": "00000000:1B:00.0", "device_id": 1, "subsytem_id": 5}"#,
         );
         assert!(typo.unwrap_err().to_string().contains("subsytem_id"));
+        // Found by the property tests: a sign was read as part of a hex number.
+        let signed = serde_json::from_str::<Pci>(
+            r#"{"bus_id": "00000000:1B:00.0", "device_id": "0x+0", "subsystem_id": 5}"#,
+        );
+        assert!(signed.is_err());
     }
 }

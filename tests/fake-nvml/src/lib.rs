@@ -54,6 +54,8 @@
 
 mod exports;
 pub mod fixture;
+#[cfg(test)]
+mod proptests;
 mod state;
 
 use std::io;
