@@ -134,9 +134,6 @@ mkdir -p "$IR"/{bb,mods,proc,sys,dev,usr,etc,kernel,lab,out,tmp,run,root,var/tmp
 cp /bin/busybox "$IR/bb/busybox"
 for l in bin:usr/bin sbin:usr/sbin lib:usr/lib lib64:usr/lib64; do ln -s "${l#*:}" "$IR/${l%%:*}"; done
 ln -s ../run "$IR/var/run"
-# The kernel opens /dev/console before devtmpfs is mounted.
-mknod -m 600 "$IR/dev/console" c 5 1
-mknod -m 666 "$IR/dev/null" c 1 3
 : >"$IR/mods/order"
 for ko in $(modprobe -d "$KDIR" -S "$KV" --show-depends -a virtio_pci 9pnet_virtio 9p | awk '$1=="insmod"{print $2}'); do
     n=$(basename "$ko" .ko)
@@ -228,4 +225,7 @@ timing T_QEMU_EXIT
 echo "qemu_rc $QRC" >>"$OUT/versions.txt"
 [ $QRC = 0 ] || { tail -c 3000 "$OUT/console.log" >&2; die "QEMU exited with $QRC (124: the VM ran past LAB_VM_TIMEOUT)"; }
 [ -f "$OUT/DONE" ] || { tail -c 3000 "$OUT/console.log" >&2; die "the guest did not finish the lab (no DONE)"; }
+if [ -f "$OUT/capture.tar" ]; then
+    tar -C "$OUT" -xf "$OUT/capture.tar" && rm "$OUT/capture.tar"
+fi
 log "done: $(cat "$OUT/DONE")"

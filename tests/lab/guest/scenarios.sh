@@ -81,6 +81,9 @@ echo "IPv4 RoCE v2 GID index: rxe0=$G0 rxe1=$G1"
 
 # ---------------------------------------------------------------- agents
 AGENT_PIDS=""
+# One copy in the guest's memory: four agents paging a debug binary in over 9p are slow.
+cp /lab/railscope /run/railscope || fatal "copying railscope"
+chmod 755 /run/railscope
 AGENTS="9477=root 9478=derive 9479=sysfs"
 start_agent() { # NAME PORT [prefix...] -- [args...]
     local name=$1 port=$2
@@ -88,7 +91,8 @@ start_agent() { # NAME PORT [prefix...] -- [args...]
     local prefix=()
     while [ "$1" != -- ]; do prefix+=("$1"); shift; done
     shift
-    "${prefix[@]}" /lab/railscope --web.listen-address 127.0.0.1:$port \
+    # Generous scrape deadline: under TCG a collection takes seconds.
+    "${prefix[@]}" /run/railscope --web.listen-address 127.0.0.1:$port --scrape.timeout-max 60s \
         --collector.netdev.device-include '^veth' --collector.ethtool.device-include '^veth' \
         "$@" >$OUT/agent-$name.stdout 2>$OUT/agent-$name.log &
     AGENT_PIDS="$AGENT_PIDS $!"
@@ -140,13 +144,15 @@ step traffic
 
 if [ "$MODE" = full ]; then
     # ------------------------------------------------------------ capture (tests/fixtures/softroce-live)
-    timeout 300 python3 /lab/guest/dump-sysfs.py $OUT/capture veth0 veth1 veth2 veth3 || fatal "sysfs capture"
+    # Written to the guest's memory first: thousands of small writes over 9p are slow.
+    timeout 300 python3 /lab/guest/dump-sysfs.py /tmp/capture veth0 veth1 veth2 veth3 || fatal "sysfs capture"
     {
         uname -a
         echo "\$ rdma link show"; rdma link show
         echo "\$ ibv_devinfo"; ibv_devinfo
         echo "\$ ip -br link"; ip -br link
-    } >$OUT/capture/commands.txt 2>&1
+    } >/tmp/capture/commands.txt 2>&1
+    tar -C /tmp -cf $OUT/capture.tar capture || fatal "tar capture"
     mark T_CAPTURED
 
     # ------------------------------------------------------------ netdev MTU sweep
