@@ -33,7 +33,10 @@ fn unreadable_attributes_are_listed_and_absent() {
     let count = |errno: &str| list.iter().filter(|(_, e)| e.starts_with(errno)).count();
     // Both rxe ports: 2 x 1022 empty GID attribute slots; both siw ports: the GID's netdev.
     assert_eq!(count("EINVAL"), 2 * 2 * 1022 + 2);
-    assert!(count("EIO") >= 4, "power/autosuspend_delay_ms of each device");
+    assert!(
+        count("EIO") >= 4,
+        "power/autosuspend_delay_ms of each device"
+    );
     for (path, error) in &list {
         if error.starts_with("(directory;") {
             // Left empty by its unreadable entries; git cannot keep it.
