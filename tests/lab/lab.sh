@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/lab/lab.sh - boot a stock Debian kernel in QEMU with a real kernel RDMA stack
 # (Soft-RoCE rdma_rxe and Soft-iWARP siw), run railscope inside it through the lab
-# scenarios, and leave every scrape and every reference reading in OUT.
+# scenarios, and leave every scrape and what the guest read next to it in OUT.
 #
 #   tests/lab/lab.sh WORK OUT [trimmed|full]
 #
@@ -77,14 +77,22 @@ is_static || die "/bin/busybox is not static (busybox-static)"
 # The verbs providers for rxe and siw (libibverbs loads them in the guest).
 ls /usr/lib/*/libibverbs/librxe-rdmav*.so >/dev/null 2>&1 && ls /usr/lib/*/libibverbs/libsiw-rdmav*.so >/dev/null 2>&1 \
     || apt_install ibverbs-providers
-if [ -z "${LAB_KV:-}" ]; then
-    LAB_KV=$(apt-cache depends linux-image-amd64 2>/dev/null \
-        | awk '/Depends: linux-image-[0-9]/{sub("linux-image-","",$2); print $2; exit}')
+kernel_abi() {
+    apt-cache depends linux-image-amd64 2>/dev/null \
+        | awk '/Depends: linux-image-[0-9]/{sub("linux-image-","",$2); print $2; exit}'
+}
+kernel_version() { apt-cache show "linux-image-$1" 2>/dev/null | awk '/^Version:/{print $2; exit}'; }
+KV=${LAB_KV:-$(kernel_abi || true)}
+KVER=$([ -z "$KV" ] || kernel_version "$KV" || true)
+if [ -z "$KVER" ] && [ "$(id -u)" = 0 ] && [ $UPDATED = 0 ]; then
+    apt-get update -qq || die "apt-get update"
+    UPDATED=1
+    KV=${LAB_KV:-$(kernel_abi || true)}
+    KVER=$([ -z "$KV" ] || kernel_version "$KV" || true)
 fi
-KV=${LAB_KV:?cannot find the kernel ABI linux-image-amd64 depends on (set LAB_KV)}
+[ -n "$KV" ] || die "cannot find the kernel ABI linux-image-amd64 depends on (apt-get update, or set LAB_KV)"
 KPKG=linux-image-$KV
-KVER=$(apt-cache show "$KPKG" 2>/dev/null | awk '/^Version:/{print $2; exit}')
-[ -n "$KVER" ] || { apt_install apt-utils >/dev/null 2>&1 || true; KVER=$(apt-cache show "$KPKG" | awk '/^Version:/{print $2; exit}'); }
+SRCPKG=linux-source-$(echo "$KV" | cut -d. -f1,2) # the kernel source of the same series: linux-source-6.1
 [ -n "$KVER" ] || die "apt does not know $KPKG"
 [ -d "/usr/src/linux-headers-$KV" ] || apt_install "linux-headers-$KV"
 timing T_PACKAGES
@@ -107,17 +115,17 @@ fi
 # ------------------------------------------------------------------ siw: Debian builds its kernels with CONFIG_RDMA_SIW unset
 if [ ! -f "$MODDIR/updates/siw.ko" ]; then
     TS=$(date +%s.%N)
-    SRCDEB=$WORK/debs/linux-source-6.1_${KVER}_all.deb
+    SRCDEB=$WORK/debs/${SRCPKG}_${KVER}_all.deb
     if [ ! -f "$SRCDEB" ]; then
-        log "downloading linux-source-6.1 $KVER (siw is not built in Debian's kernel)"
-        (cd "$WORK/debs" && apt-get download "linux-source-6.1=$KVER") || die "apt-get download linux-source-6.1=$KVER"
+        log "downloading $SRCPKG $KVER (siw is not built in Debian's kernel)"
+        (cd "$WORK/debs" && apt-get download "$SRCPKG=$KVER") || die "apt-get download $SRCPKG=$KVER"
     fi
     rm -rf "$WORK/siw-src" && mkdir -p "$WORK/siw-src"
-    dpkg-deb --fsys-tarfile "$SRCDEB" | tar -x -C "$WORK/siw-src" ./usr/src/linux-source-6.1.tar.xz
-    tar -xJf "$WORK/siw-src/usr/src/linux-source-6.1.tar.xz" -C "$WORK/siw-src" --wildcards \
-        'linux-source-6.1/drivers/infiniband/sw/siw/*'
-    rm -f "$WORK/siw-src/usr/src/linux-source-6.1.tar.xz"
-    rm -rf "$WORK/siw-build" && cp -r "$WORK/siw-src/linux-source-6.1/drivers/infiniband/sw/siw" "$WORK/siw-build"
+    dpkg-deb --fsys-tarfile "$SRCDEB" | tar -x -C "$WORK/siw-src" "./usr/src/$SRCPKG.tar.xz"
+    tar -xJf "$WORK/siw-src/usr/src/$SRCPKG.tar.xz" -C "$WORK/siw-src" --wildcards \
+        "$SRCPKG/drivers/infiniband/sw/siw/*"
+    rm -f "$WORK/siw-src/usr/src/$SRCPKG.tar.xz"
+    rm -rf "$WORK/siw-build" && cp -r "$WORK/siw-src/$SRCPKG/drivers/infiniband/sw/siw" "$WORK/siw-build"
     make -s -C "/usr/src/linux-headers-$KV" M="$WORK/siw-build" CONFIG_RDMA_SIW=m modules 2>&1 \
         | grep -v 'Skipping BTF' >&2 || true
     [ -f "$WORK/siw-build/siw.ko" ] || die "building siw.ko failed"
@@ -153,7 +161,7 @@ ln "$RAILSCOPE_BIN" "$SHARE/railscope" 2>/dev/null || cp "$RAILSCOPE_BIN" "$SHAR
 {
     echo "kernel_package $KPKG $KVER"
     echo "kernel_release $KV"
-    echo "siw_source linux-source-6.1 $KVER, built against linux-headers-$KV"
+    echo "siw_source $SRCPKG $KVER, built against linux-headers-$KV"
     for p in qemu-system-x86 rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils iproute2 libibverbs1; do
         echo "package $p $(dpkg-query -W -f '${Version}' "$p" 2>/dev/null || echo none)"
     done
