@@ -84,6 +84,7 @@ AGENT_PIDS=""
 # One copy in the guest's memory: four agents paging a debug binary in over 9p are slow.
 cp /lab/railscope /run/railscope || fatal "copying railscope"
 chmod 755 /run/railscope
+mark T_BINARY_COPIED
 AGENTS="9477=root 9478=derive 9479=sysfs"
 start_agent() { # NAME PORT [prefix...] -- [args...]
     local name=$1 port=$2
