@@ -57,7 +57,6 @@ need() { # command package
 need qemu-system-x86_64 qemu-system-x86
 need ibv_devinfo ibverbs-utils
 need ib_write_bw perftest
-need rping rdmacm-utils
 need rdma iproute2
 need modprobe kmod
 need depmod kmod
@@ -162,7 +161,7 @@ ln "$RAILSCOPE_BIN" "$SHARE/railscope" 2>/dev/null || cp "$RAILSCOPE_BIN" "$SHAR
     echo "kernel_package $KPKG $KVER"
     echo "kernel_release $KV"
     echo "siw_source $SRCPKG $KVER, built against linux-headers-$KV"
-    for p in qemu-system-x86 rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils iproute2 libibverbs1; do
+    for p in qemu-system-x86 ibverbs-providers ibverbs-utils perftest iproute2 libibverbs1; do
         echo "package $p $(dpkg-query -W -f '${Version}' "$p" 2>/dev/null || echo none)"
     done
 } >"$OUT/versions.txt"
