@@ -515,7 +515,7 @@ proptest! {
                     body.extend_from_slice(&[0; 16]);
                     message(2, 0, 1, &body)
                 }
-                _ => message(3, 2, 1, &0u32.to_ne_bytes()),
+                _ => message(3, 2, 1, &errno.to_ne_bytes()),
             });
         }
         let bytes = datagram(&messages);
@@ -532,7 +532,7 @@ proptest! {
                     prop_assert_eq!((dev.index, dev.name), (7, device.clone()));
                 }
                 (nl::Message::Error(e), 1) => prop_assert_eq!(e, errno),
-                (nl::Message::Done, 2) => {}
+                (nl::Message::Done(e), 2) => prop_assert_eq!(e, errno),
                 (m, k) => return Err(TestCaseError::fail(format!("kind {k} decoded as {m:?}"))),
             }
         }

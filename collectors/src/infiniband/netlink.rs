@@ -21,7 +21,8 @@ use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_RDMA};
 pub const RDMA_NL_NLDEV: u16 = 5;
 /// `RDMA_NLDEV_CMD_GET` (dump: every device).
 pub const CMD_GET: u16 = 1;
-/// `RDMA_NLDEV_CMD_PORT_GET` (dump: every port).
+/// `RDMA_NLDEV_CMD_PORT_GET` (dump: every port of the device named by `ATTR_DEV_INDEX`, which
+/// the kernel requires: without it `nldev_port_get_dumpit()` fails with EINVAL).
 pub const CMD_PORT_GET: u16 = 5;
 /// `RDMA_NLDEV_CMD_STAT_GET`.
 pub const CMD_STAT_GET: u16 = 17;
@@ -113,8 +114,9 @@ pub enum Message<'a> {
     },
     /// `NLMSG_ERROR`: errno 0 is an acknowledgement.
     Error(i32),
-    /// `NLMSG_DONE`: the end of a dump.
-    Done,
+    /// `NLMSG_DONE`: the end of a dump, with the dump's errno (0, or negative when the
+    /// kernel's dump function failed; `netlink_dump()` puts it in the DONE message).
+    Done(i32),
 }
 
 /// Why bytes could not be decoded.
@@ -138,7 +140,11 @@ pub fn parse_messages(mut buf: &[u8]) -> Result<Vec<Message<'_>>, DecodeError> {
                 let errno = payload.get(..4).ok_or(DecodeError("short NLMSG_ERROR"))?;
                 Message::Error(i32::from_ne_bytes([errno[0], errno[1], errno[2], errno[3]]))
             }
-            NLMSG_DONE => Message::Done,
+            NLMSG_DONE => Message::Done(
+                payload
+                    .get(..4)
+                    .map_or(0, |e| i32::from_ne_bytes([e[0], e[1], e[2], e[3]])),
+            ),
             _ => Message::Data { ty, flags, payload },
         });
         buf = &buf[align4(len).min(buf.len())..];
@@ -331,7 +337,11 @@ impl RdmaNetlink {
                     Message::Error(errno) => {
                         return Err(io::Error::from_raw_os_error(errno.saturating_neg()));
                     }
-                    Message::Done => finished = true,
+                    // A dump that failed reports its errno in NLMSG_DONE.
+                    Message::Done(errno) if errno < 0 => {
+                        return Err(io::Error::from_raw_os_error(errno.saturating_neg()));
+                    }
+                    Message::Done(_) => finished = true,
                 }
             }
             if finished {
@@ -348,11 +358,23 @@ impl RdmaNetlink {
                 view.devices.insert(dev.name, dev.index);
             }
         }
-        for payload in self.request(CMD_PORT_GET, true, &[])? {
-            if let Some(port) = decode_port(&payload).map_err(io::Error::other)?
-                && let Some(netdev) = port.netdev
-            {
-                view.netdevs.insert((port.device, port.port), netdev);
+        let mut indexes: Vec<u32> = view.devices.values().copied().collect();
+        indexes.sort_unstable();
+        for index in indexes {
+            // One port dump per device: the kernel refuses a port dump without a device. A
+            // device removed since the device dump answers EINVAL; it simply has no ports.
+            let replies =
+                match self.request(CMD_PORT_GET, true, &[Attr::U32(ATTR_DEV_INDEX, index)]) {
+                    Ok(replies) => replies,
+                    Err(err) if err.raw_os_error() == Some(libc::EINVAL) => continue,
+                    Err(err) => return Err(err),
+                };
+            for payload in replies {
+                if let Some(port) = decode_port(&payload).map_err(io::Error::other)?
+                    && let Some(netdev) = port.netdev
+                {
+                    view.netdevs.insert((port.device, port.port), netdev);
+                }
             }
         }
         Ok(view)
@@ -524,6 +546,17 @@ mod tests {
             parse_messages(&err).unwrap(),
             [Message::Error(-libc::EOPNOTSUPP)]
         );
+        // A dump whose kernel function fails (a port dump without a device index, as a real
+        // 6.1 kernel answers it) ends in NLMSG_DONE carrying the errno, not in NLMSG_ERROR.
+        let failed_dump = message(NLMSG_DONE, NLM_F_MULTI, &(-libc::EINVAL).to_ne_bytes());
+        assert_eq!(
+            parse_messages(&failed_dump).unwrap(),
+            [Message::Done(-libc::EINVAL)]
+        );
+        let done = message(NLMSG_DONE, NLM_F_MULTI, &0i32.to_ne_bytes());
+        assert_eq!(parse_messages(&done).unwrap(), [Message::Done(0)]);
+        let bare_done = message(NLMSG_DONE, NLM_F_MULTI, &[]);
+        assert_eq!(parse_messages(&bare_done).unwrap(), [Message::Done(0)]);
         let reply = stat_reply();
         assert!(
             parse_messages(&reply[..reply.len() - 4]).is_err(),
