@@ -112,7 +112,11 @@ impl BasicAuth {
     }
 
     /// Whether `header` holds the password of one of `users`.
-    pub async fn check(&self, users: &BTreeMap<String, String>, header: Option<&HeaderValue>) -> bool {
+    pub async fn check(
+        &self,
+        users: &BTreeMap<String, String>,
+        header: Option<&HeaderValue>,
+    ) -> bool {
         let Some((user, password)) = header.and_then(parse_header) else {
             return false;
         };
@@ -146,7 +150,8 @@ mod tests {
     use super::*;
 
     fn basic(user: &str, password: &str) -> HeaderValue {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         HeaderValue::from_str(&format!("Basic {encoded}")).unwrap()
     }
 
@@ -158,7 +163,10 @@ mod tests {
         );
         assert_eq!(parse_header(&HeaderValue::from_static("Bearer abc")), None);
         assert_eq!(parse_header(&HeaderValue::from_static("Basic !!!")), None);
-        assert_eq!(parse_header(&HeaderValue::from_static("Basic YWxpY2U=")), None);
+        assert_eq!(
+            parse_header(&HeaderValue::from_static("Basic YWxpY2U=")),
+            None
+        );
     }
 
     #[test]
@@ -185,7 +193,11 @@ mod tests {
         assert!(!auth.check(&users, Some(&basic("alice", "wrong"))).await);
         assert!(!auth.check(&users, Some(&basic("bob", "secret"))).await);
         // The fake hash's own password does not let an unknown user in.
-        assert!(!auth.check(&users, Some(&basic("bob", "fakepassword"))).await);
+        assert!(
+            !auth
+                .check(&users, Some(&basic("bob", "fakepassword")))
+                .await
+        );
         assert!(!auth.check(&users, None).await);
         assert_eq!(auth.cache().len(), 4);
         // Cached verdicts answer the same.

@@ -115,7 +115,11 @@ pub fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
     Ok(WebState::new(Some(path.clone()), web))
 }
 
-async fn serve(config: Config, scheduler: Arc<Scheduler>, web: Arc<WebState>) -> Result<(), RunError> {
+async fn serve(
+    config: Config,
+    scheduler: Arc<Scheduler>,
+    web: Arc<WebState>,
+) -> Result<(), RunError> {
     let listener = server::bind(&config.listen_address)
         .await
         .map_err(|source| RunError::Listen {

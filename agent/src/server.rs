@@ -139,7 +139,11 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// Adds the web config's `http_server_config.headers` to every response.
-async fn response_headers(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn response_headers(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let web = state.web.current();
     let mut response = next.run(request).await;
     for (name, value) in &web.headers {
@@ -149,7 +153,11 @@ async fn response_headers(State(state): State<Arc<AppState>>, request: Request, 
 }
 
 /// 503 when the handler (authentication included) takes longer than the request timeout.
-async fn request_timeout(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn request_timeout(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     match tokio::time::timeout(state.limits.request_timeout, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
@@ -161,7 +169,11 @@ async fn request_timeout(State(state): State<Arc<AppState>>, request: Request, n
 
 /// 401 with `WWW-Authenticate: Basic` unless the request carries a configured user's
 /// password (when `basic_auth_users` is set).
-async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let web = state.web.current();
     if web.users.is_empty()
         || state
@@ -181,14 +193,21 @@ async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next
 
 /// 503 at once when `--web.max-requests` metrics requests are already in flight (as
 /// node_exporter does), rather than queueing without bound.
-async fn limit_in_flight(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn limit_in_flight(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(in_flight) = &state.in_flight else {
         return next.run(request).await;
     };
     match Arc::clone(in_flight).try_acquire_owned() {
         Ok(_permit) => next.run(request).await,
         Err(_) => {
-            tracing::debug!(limit = state.limits.max_requests, "Refused a request over --web.max-requests.");
+            tracing::debug!(
+                limit = state.limits.max_requests,
+                "Refused a request over --web.max-requests."
+            );
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -336,7 +355,10 @@ pub async fn serve(
         let service = service.clone();
         let stop = stop_rx.clone();
         let acceptor = if tls {
-            web.current().tls.clone().map(tokio_rustls::TlsAcceptor::from)
+            web.current()
+                .tls
+                .clone()
+                .map(tokio_rustls::TlsAcceptor::from)
         } else {
             None
         };
@@ -344,7 +366,9 @@ pub async fn serve(
             match acceptor {
                 None => serve_connection(io, service, limits, stop).await,
                 Some(acceptor) => {
-                    match tokio::time::timeout(limits.read_header_timeout, acceptor.accept(io)).await {
+                    match tokio::time::timeout(limits.read_header_timeout, acceptor.accept(io))
+                        .await
+                    {
                         Ok(Ok(tls)) => serve_connection(tls, service, limits, stop).await,
                         Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed."),
                         Err(_) => tracing::debug!("TLS handshake timed out."),
@@ -356,7 +380,10 @@ pub async fn serve(
     // Every connection holds a receiver: `closed` resolves when the last one has finished.
     let _ = stop_tx.send(true);
     drop(stop_rx);
-    if tokio::time::timeout(SHUTDOWN_GRACE, stop_tx.closed()).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, stop_tx.closed())
+        .await
+        .is_err()
+    {
         tracing::warn!("Requests still in flight at shutdown were cut off.");
     }
     Ok(())
@@ -427,7 +454,11 @@ impl<T> WriteDeadline<T> {
         }
     }
 
-    fn wrap<R>(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+    fn wrap<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
         match result {
             Poll::Pending => self.check(cx).map(Err),
             ready => {
@@ -449,7 +480,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write(cx, buf);
         self.wrap(cx, result)
     }

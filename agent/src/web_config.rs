@@ -188,7 +188,10 @@ impl ClientAuth {
         ("RequireAnyClientCert", ClientAuth::RequireAnyClientCert),
         // exporter-toolkit's older name for RequireAnyClientCert.
         ("RequireClientCert", ClientAuth::RequireAnyClientCert),
-        ("VerifyClientCertIfGiven", ClientAuth::VerifyClientCertIfGiven),
+        (
+            "VerifyClientCertIfGiven",
+            ClientAuth::VerifyClientCertIfGiven,
+        ),
         (
             "RequireAndVerifyClientCert",
             ClientAuth::RequireAndVerifyClientCert,
@@ -236,7 +239,8 @@ impl WebConfig {
 /// Reads and validates the web configuration file at `path`. Relative file names in it are
 /// relative to the file's directory, as in exporter-toolkit.
 pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| error("file", format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| error("file", format!("cannot read: {e}")))?;
     let file = if text.trim().is_empty() {
         FileWebConfig::default()
     } else {
@@ -260,7 +264,10 @@ pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
     for (user, hash) in file.basic_auth_users.unwrap_or_default() {
         let field = format!("basic_auth_users.{user}");
         if user.is_empty() || user.contains(':') {
-            return Err(error(field, "a user name must be non-empty and contain no ':'"));
+            return Err(error(
+                field,
+                "a user name must be non-empty and contain no ':'",
+            ));
         }
         hash.parse::<bcrypt::HashParts>()
             .map_err(|e| error(&field, format!("not a bcrypt hash: {e}")))?;
@@ -279,7 +286,10 @@ fn validate_header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue),
         let known: Vec<_> = ALLOWED_HEADERS.iter().map(|(n, _)| *n).collect();
         return Err(error(
             field,
-            format!("this header can not be configured (allowed: {})", known.join(", ")),
+            format!(
+                "this header can not be configured (allowed: {})",
+                known.join(", ")
+            ),
         ));
     };
     if let Some(values) = allowed
@@ -287,11 +297,14 @@ fn validate_header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue),
     {
         return Err(error(
             field,
-            format!("invalid value {value:?} (expected one of: {})", values.join(", ")),
+            format!(
+                "invalid value {value:?} (expected one of: {})",
+                values.join(", ")
+            ),
         ));
     }
-    let header_name = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|e| error(&field, e.to_string()))?;
+    let header_name =
+        HeaderName::from_bytes(name.as_bytes()).map_err(|e| error(&field, e.to_string()))?;
     let header_value =
         HeaderValue::from_str(value).map_err(|e| error(&field, format!("invalid value: {e}")))?;
     Ok((header_name, header_value))
@@ -386,12 +399,18 @@ fn build_tls(
         (None, auth) if auth.verifies() => {
             return Err(error(
                 format!("{F}.client_ca_file"),
-                format!("missing: client_auth_type {auth:?} verifies client certificates against it"),
+                format!(
+                    "missing: client_auth_type {auth:?} verifies client certificates against it"
+                ),
             ));
         }
         _ => {}
     }
-    if tls.client_allowed_sans.as_ref().is_some_and(|s| !s.is_empty()) {
+    if tls
+        .client_allowed_sans
+        .as_ref()
+        .is_some_and(|s| !s.is_empty())
+    {
         return Err(error(
             format!("{F}.client_allowed_sans"),
             "not supported; issue client certificates from a dedicated client_ca_file",
@@ -401,22 +420,23 @@ fn build_tls(
         files.push(ca.clone());
     }
 
-    let min = tls_version(&format!("{F}.min_version"), tls.min_version.as_deref().unwrap_or("TLS12"))?;
-    let max = tls_version(&format!("{F}.max_version"), tls.max_version.as_deref().unwrap_or("TLS13"))?;
+    let min = tls_version(
+        &format!("{F}.min_version"),
+        tls.min_version.as_deref().unwrap_or("TLS12"),
+    )?;
+    let max = tls_version(
+        &format!("{F}.max_version"),
+        tls.max_version.as_deref().unwrap_or("TLS13"),
+    )?;
     if min > max {
-        return Err(error(
-            format!("{F}.min_version"),
-            "is above max_version",
-        ));
+        return Err(error(format!("{F}.min_version"), "is above max_version"));
     }
-    let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
-        (12, &rustls::version::TLS12),
-        (13, &rustls::version::TLS13),
-    ]
-    .into_iter()
-    .filter(|(v, _)| (min..=max).contains(v))
-    .map(|(_, p)| p)
-    .collect();
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> =
+        [(12, &rustls::version::TLS12), (13, &rustls::version::TLS13)]
+            .into_iter()
+            .filter(|(v, _)| (min..=max).contains(v))
+            .map(|(_, p)| p)
+            .collect();
 
     let mut provider = ring::default_provider();
     if let Some(names) = &tls.cipher_suites {
@@ -440,7 +460,10 @@ fn build_tls(
                         error(&field, format!("{name:?} is not supported by rustls"))
                     } else {
                         let known: Vec<_> = CIPHER_SUITES.iter().map(|(n, _)| *n).collect();
-                        error(&field, format!("unknown value {name:?} (known: {})", known.join(", ")))
+                        error(
+                            &field,
+                            format!("unknown value {name:?} (known: {})", known.join(", ")),
+                        )
                     }
                 })?;
             if !suites.contains(&suite) {
@@ -448,7 +471,10 @@ fn build_tls(
             }
         }
         if min == 12 && !suites.iter().any(|s| s.tls13().is_none()) {
-            return Err(error(field, "no TLS 1.2 cipher suite left while min_version is TLS12"));
+            return Err(error(
+                field,
+                "no TLS 1.2 cipher suite left while min_version is TLS12",
+            ));
         }
         provider.cipher_suites = suites;
     }
@@ -462,10 +488,16 @@ fn build_tls(
                 .map(|(_, g)| *g)
                 .ok_or_else(|| {
                     if UNSUPPORTED_CURVE_NAMES.contains(&name.as_str()) {
-                        error(&field, format!("{name:?} is not supported by the ring provider"))
+                        error(
+                            &field,
+                            format!("{name:?} is not supported by the ring provider"),
+                        )
                     } else {
                         let known: Vec<_> = CURVES.iter().map(|(n, _)| *n).collect();
-                        error(&field, format!("unknown value {name:?} (known: {})", known.join(", ")))
+                        error(
+                            &field,
+                            format!("unknown value {name:?} (known: {})", known.join(", ")),
+                        )
                     }
                 })?;
             if !groups.iter().any(|g| g.name() == group.name()) {
@@ -481,15 +513,24 @@ fn build_tls(
 
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_file)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| error(format!("{F}.cert_file"), format!("{}: {e}", cert_file.display())))?;
+        .map_err(|e| {
+            error(
+                format!("{F}.cert_file"),
+                format!("{}: {e}", cert_file.display()),
+            )
+        })?;
     if certs.is_empty() {
         return Err(error(
             format!("{F}.cert_file"),
             format!("{}: no certificate in it", cert_file.display()),
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(&key_file)
-        .map_err(|e| error(format!("{F}.key_file"), format!("{}: {e}", key_file.display())))?;
+    let key = PrivateKeyDer::from_pem_file(&key_file).map_err(|e| {
+        error(
+            format!("{F}.key_file"),
+            format!("{}: {e}", key_file.display()),
+        )
+    })?;
 
     let verifier: Arc<dyn ClientCertVerifier> = match client_auth {
         ClientAuth::NoClientCert => Arc::new(rustls::server::NoClientAuth),
@@ -508,7 +549,10 @@ fn build_tls(
                 .map_err(|e| error(&field, format!("{}: {e}", ca.display())))?;
             let (added, _) = roots.add_parsable_certificates(cas);
             if added == 0 {
-                return Err(error(field, format!("{}: no usable CA certificate in it", ca.display())));
+                return Err(error(
+                    field,
+                    format!("{}: no usable CA certificate in it", ca.display()),
+                ));
             }
             let builder =
                 WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
@@ -530,7 +574,11 @@ fn build_tls(
         .map_err(|e| {
             error(
                 format!("{F}.key_file"),
-                format!("{} does not fit {}: {e}", key_file.display(), cert_file.display()),
+                format!(
+                    "{} does not fit {}: {e}",
+                    key_file.display(),
+                    cert_file.display()
+                ),
             )
         })?;
     // The server's suite order wins when asked (Go's prefer_server_cipher_suites).
@@ -720,7 +768,9 @@ mod tests {
 
     #[test]
     fn users_are_validated() {
-        let hash = bcrypt::hash_with_result("pw", 4).unwrap().format_for_version(bcrypt::Version::TwoY);
+        let hash = bcrypt::hash_with_result("pw", 4)
+            .unwrap()
+            .format_for_version(bcrypt::Version::TwoY);
         let c = load_text(&format!("basic_auth_users:\n  alice: '{hash}'\n")).unwrap();
         assert_eq!(c.users["alice"], hash);
         assert_eq!(
@@ -728,7 +778,9 @@ mod tests {
             "basic_auth_users.alice"
         );
         assert_eq!(
-            field_of("basic_auth_users:\n  'a:b': '$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi'\n"),
+            field_of(
+                "basic_auth_users:\n  'a:b': '$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi'\n"
+            ),
             "basic_auth_users.a:b"
         );
         FAKE_BCRYPT_HASH.parse::<bcrypt::HashParts>().unwrap();
@@ -748,15 +800,24 @@ mod tests {
         );
         let err = load_text("http_server_config:\n  headers:\n    X-Content-Type-Options: sniff\n")
             .unwrap_err();
-        assert_eq!(err.field, "http_server_config.headers.X-Content-Type-Options");
+        assert_eq!(
+            err.field,
+            "http_server_config.headers.X-Content-Type-Options"
+        );
         assert!(err.reason.contains("nosniff"), "{err}");
     }
 
     #[test]
     fn tls_keys_are_checked_before_files_are_read() {
         let cases = [
-            ("tls_server_config:\n  cert_file: a.pem\n", "tls_server_config.key_file"),
-            ("tls_server_config:\n  key_file: a.pem\n", "tls_server_config.cert_file"),
+            (
+                "tls_server_config:\n  cert_file: a.pem\n",
+                "tls_server_config.key_file",
+            ),
+            (
+                "tls_server_config:\n  key_file: a.pem\n",
+                "tls_server_config.cert_file",
+            ),
             (
                 "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Foo\n",
                 "tls_server_config.client_auth_type",
@@ -810,8 +871,10 @@ mod tests {
         for (text, field) in cases {
             assert_eq!(field_of(text), field, "{text}");
         }
-        let err = load_text("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Foo\n")
-            .unwrap_err();
+        let err = load_text(
+            "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Foo\n",
+        )
+        .unwrap_err();
         assert!(err.reason.starts_with("unknown value \"Foo\""), "{err}");
         let err = load_text("tls_server_confg: {}\n").unwrap_err();
         assert!(err.reason.contains("tls_server_confg"), "{err}");
