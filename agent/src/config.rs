@@ -720,4 +720,56 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn web_flags_defaults_file_and_errors() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.web_config_file, None);
+        assert_eq!(c.max_requests, 40);
+        assert_eq!(c.read_header_timeout, Duration::from_secs(30));
+        assert_eq!(c.request_timeout, Duration::from_secs(30));
+        let file = write_config(
+            "web:\n  config-file: /etc/railscope/web.yml\n  max-requests: 0\n  read-header-timeout: 5s\n  request-timeout: 1m\n",
+        );
+        let path = file.path().to_str().unwrap();
+        let c = run(&["--config.file", path]).unwrap();
+        assert_eq!(
+            c.web_config_file,
+            Some(PathBuf::from("/etc/railscope/web.yml"))
+        );
+        assert_eq!(c.max_requests, 0);
+        assert_eq!(c.read_header_timeout, Duration::from_secs(5));
+        assert_eq!(c.request_timeout, Duration::from_secs(60));
+        let c = run(&[
+            "--config.file",
+            path,
+            "--web.config.file",
+            "/tmp/w.yml",
+            "--web.max-requests",
+            "7",
+        ])
+        .unwrap();
+        assert_eq!(c.web_config_file, Some(PathBuf::from("/tmp/w.yml")));
+        assert_eq!(c.max_requests, 7);
+        for (args, name) in [
+            (["--web.max-requests", "many"], "--web.max-requests"),
+            (
+                ["--web.read-header-timeout", "0s"],
+                "--web.read-header-timeout",
+            ),
+            (["--web.request-timeout", "soon"], "--web.request-timeout"),
+        ] {
+            let err = run(&args).unwrap_err();
+            assert!(err.to_string().contains(name), "{args:?}: {err}");
+        }
+        let help = command().render_long_help().to_string();
+        for flag in [
+            "--web.config.file",
+            "--web.max-requests",
+            "--web.read-header-timeout",
+            "--web.request-timeout",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from --help");
+        }
+    }
 }
