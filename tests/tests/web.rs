@@ -948,3 +948,39 @@ fn a_request_over_the_request_timeout_gets_503() {
     // Without credentials there is nothing to check: 401 at once.
     assert_eq!(get(agent.addr(), "/metrics", &[]).unwrap().status, 401);
 }
+
+#[test]
+fn a_client_that_stops_reading_is_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(&web, "").unwrap();
+    let agent = WebAgent::start(dir.path(), &web, &["--web.request-timeout", "2s"]);
+    let size = get(agent.addr(), "/metrics", &[]).unwrap().body.len();
+    // Far more pipelined responses than the socket buffers hold, and no reading: the
+    // agent's writes stall, and after the request timeout it gives the connection up.
+    let requests = 200;
+    let mut stream = TcpStream::connect(agent.addr()).unwrap();
+    let one = "GET /metrics HTTP/1.1\r\nHost: railscope\r\n\r\n";
+    stream.write_all(one.repeat(requests).as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(12));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut got = Vec::new();
+    let result = stream.read_to_end(&mut got);
+    // Closed: an end of stream, or a reset (the agent had unread pipelined requests).
+    assert!(
+        result.is_ok()
+            || result
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the agent kept the stalled connection open ({} bytes read, then {result:?})",
+        got.len()
+    );
+    assert!(
+        got.len() < requests * size,
+        "all {requests} responses arrived ({} bytes): the writes never stalled",
+        got.len()
+    );
+    assert_eq!(get(agent.addr(), "/-/healthy", &[]).unwrap().status, 200);
+}
