@@ -34,9 +34,10 @@ use crate::web_config::{WebConfig, WebState};
 /// Why the agent stopped with a failure.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Invalid flags or configuration.
+    /// Invalid flags or configuration. The message is the whole story: no `#[source]`, so
+    /// that `{:#}` does not print it twice.
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
     /// The listen address could not be bound.
     #[error("failed to listen on {address}: {source}")]
     Listen {
@@ -48,6 +49,12 @@ pub enum RunError {
     /// The async runtime or server failed.
     #[error("server failed: {0}")]
     Server(#[from] std::io::Error),
+}
+
+impl From<ConfigError> for RunError {
+    fn from(error: ConfigError) -> Self {
+        RunError::Config(error)
+    }
 }
 
 /// What `run` did.
@@ -109,7 +116,11 @@ pub fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
         return Ok(WebState::new(None, WebConfig::plain()));
     };
     let web = web_config::load(path).map_err(|e| ConfigError {
-        field: format!("web config {}: {}", path.display(), e.field),
+        field: if e.field.is_empty() {
+            format!("web config {}", path.display())
+        } else {
+            format!("web config {}: {}", path.display(), e.field)
+        },
         reason: e.reason,
     })?;
     Ok(WebState::new(Some(path.clone()), web))
@@ -141,6 +152,13 @@ async fn serve(
         max_requests = config.max_requests,
         "Starting railscope."
     );
+    if config.request_timeout <= config.scrape_timeout_max {
+        tracing::warn!(
+            request_timeout = ?config.request_timeout,
+            scrape_timeout_max = ?config.scrape_timeout_max,
+            "--web.request-timeout is not above --scrape.timeout-max: slow collections will be answered 503."
+        );
+    }
     let limits = server::Limits {
         max_requests: config.max_requests,
         read_header_timeout: config.read_header_timeout,

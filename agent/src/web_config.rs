@@ -27,9 +27,10 @@ use serde::Deserialize;
 
 /// An invalid web configuration: the key (`tls_server_config.client_auth_type`) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
+#[error("{}{reason}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
 pub struct WebConfigError {
-    /// The key, dotted from the top of the file.
+    /// The key, dotted from the top of the file; empty when the file as a whole is at fault
+    /// (unreadable, not YAML, an unknown key: the reason names it).
     pub field: String,
     /// What is wrong with it.
     pub reason: String,
@@ -239,12 +240,11 @@ impl WebConfig {
 /// Reads and validates the web configuration file at `path`. Relative file names in it are
 /// relative to the file's directory, as in exporter-toolkit.
 pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| error("file", format!("cannot read: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| error("", format!("cannot read: {e}")))?;
     let file = if text.trim().is_empty() {
         FileWebConfig::default()
     } else {
-        serde_saphyr::from_str::<FileWebConfig>(&text).map_err(|e| error("file", e.to_string()))?
+        serde_saphyr::from_str::<FileWebConfig>(&text).map_err(|e| error("", e.to_string()))?
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut config = WebConfig::plain();

@@ -829,6 +829,7 @@ fn invalid_web_config_stops_start_up_naming_the_field() {
                 stderr.contains(&prefix) && stderr.contains(&expected),
                 "{args:?} {text}: expected {prefix}{expected}, got: {stderr}"
             );
+            assert_eq!(stderr.matches(&prefix).count(), 1, "said once: {stderr}");
         }
     }
 }
