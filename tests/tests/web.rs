@@ -985,3 +985,121 @@ fn a_client_that_stops_reading_is_cut_off() {
     );
     assert_eq!(get(agent.addr(), "/-/healthy", &[]).unwrap().status, 200);
 }
+
+#[test]
+fn the_other_client_auth_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let server_pki = Pki::new(dir.path(), "server");
+    let client_pki = Pki::new(dir.path(), "client");
+    let other_pki = Pki::new(dir.path(), "other");
+    let (cert, key) = server_pki.issue("server", true);
+    let (client_cert, client_key) = client_pki.issue("prometheus", false);
+    let (other_cert, other_key) = other_pki.issue("prometheus", false);
+    let ca = server_pki.ca();
+    // (client_auth_type, served without a certificate, with the CA's, with a foreign one)
+    let cases = [
+        ("RequestClientCert", true, true, true),
+        ("RequireAnyClientCert", false, true, true),
+        ("VerifyClientCertIfGiven", true, true, false),
+    ];
+    for (auth, none_ok, valid_ok, foreign_ok) in cases {
+        let web = dir.path().join(format!("{auth}.yml"));
+        std::fs::write(
+            &web,
+            web_config(
+                Some((&cert, &key)),
+                &format!(
+                    "  client_auth_type: {auth}\n  client_ca_file: {}\n",
+                    client_pki.ca().display()
+                ),
+                &[],
+                "",
+            ),
+        )
+        .unwrap();
+        let agent = WebAgent::start(dir.path(), &web, &[]);
+        let with = |cert: &Path, key: &Path| {
+            let (c, k) = (cert.display().to_string(), key.display().to_string());
+            curl_tls(&agent, "/metrics", &ca, None, &["--cert", &c, "--key", &k]).status == 200
+        };
+        let none = curl_tls(&agent, "/metrics", &ca, None, &[]).status == 200;
+        assert_eq!(none, none_ok, "{auth} without a certificate");
+        assert_eq!(
+            with(&client_cert, &client_key),
+            valid_ok,
+            "{auth} with the CA's certificate"
+        );
+        assert_eq!(
+            with(&other_cert, &other_key),
+            foreign_ok,
+            "{auth} with a foreign certificate"
+        );
+    }
+}
+
+#[test]
+fn cipher_suites_and_curves_restrict_the_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(dir.path(), "a");
+    let (cert, key) = pki.issue("server", true);
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        web_config(
+            Some((&cert, &key)),
+            "  max_version: TLS12\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]\n  curve_preferences: [CurveP384]\n",
+            &[],
+            "",
+        ),
+    )
+    .unwrap();
+    let agent = WebAgent::start(dir.path(), &web, &[]);
+    let ca = pki.ca();
+    let tls12 = ["--tlsv1.2", "--tls-max", "1.2"];
+    // In TLS 1.2 the client must also list the certificate's curve (P-256); the key exchange
+    // then uses the one curve the agent allows.
+    let ok = curl_tls(
+        &agent,
+        "/-/healthy",
+        &ca,
+        None,
+        &[
+            &tls12[..],
+            &[
+                "--ciphers",
+                "ECDHE-ECDSA-AES256-GCM-SHA384",
+                "--curves",
+                "P-384:P-256",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.stderr);
+    let cipher = curl_tls(
+        &agent,
+        "/-/healthy",
+        &ca,
+        None,
+        &[&tls12[..], &["--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256"]].concat(),
+    );
+    assert_eq!(
+        cipher.status, 0,
+        "a suite left out was negotiated: {cipher:?}"
+    );
+    let curve = curl_tls(
+        &agent,
+        "/-/healthy",
+        &ca,
+        None,
+        &[&tls12[..], &["--curves", "X25519:P-256"]].concat(),
+    );
+    assert_eq!(
+        curve.status, 0,
+        "a curve left out was negotiated: {curve:?}"
+    );
+    let tls13 = curl_tls(&agent, "/-/healthy", &ca, None, &["--tlsv1.3"]);
+    assert_eq!(
+        tls13.status, 0,
+        "TLS 1.3 was served with max_version TLS12: {tls13:?}"
+    );
+}
