@@ -89,6 +89,14 @@ pub struct Config {
     pub scrape_timeout_offset: Duration,
     /// Every source in registry order.
     pub collectors: Vec<CollectorConfig>,
+    /// The web configuration file (TLS, basic auth, headers), if any.
+    pub web_config_file: Option<PathBuf>,
+    /// Concurrent metrics requests served; 0: no limit.
+    pub max_requests: usize,
+    /// Time for a TLS handshake and for each request head (also the keep-alive idle limit).
+    pub read_header_timeout: Duration,
+    /// Time for a handler to answer, and the longest a response write may stall.
+    pub request_timeout: Duration,
 }
 
 /// What the command line asks for.
@@ -121,6 +129,10 @@ struct FileConfig {
 struct FileWeb {
     listen_address: Option<String>,
     telemetry_path: Option<String>,
+    config_file: Option<String>,
+    max_requests: Option<u64>,
+    read_header_timeout: Option<String>,
+    request_timeout: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,6 +194,10 @@ pub fn command() -> Command {
         .about("Node telemetry agent and Prometheus exporter for GPU cluster fabrics: RDMA ports, congestion, PCIe, NVLink and GPUs.")
         .arg(flag_value("web.listen-address", "Address on which to expose metrics and the web interface", DEFAULT_LISTEN_ADDRESS))
         .arg(flag_value("web.telemetry-path", "Path under which to expose metrics", "/metrics"))
+        .arg(Arg::new("web.config.file").long("web.config.file").value_name("PATH").help("Web configuration file (exporter-toolkit format): TLS, basic auth, response headers; re-read when it or its certificate files change"))
+        .arg(flag_value("web.max-requests", "Maximum number of concurrent metrics requests; more are answered 503 at once. 0 disables the limit", "40"))
+        .arg(flag_value("web.read-header-timeout", "Time a client has for the TLS handshake and each request head; also closes idle keep-alive connections", "30s"))
+        .arg(flag_value("web.request-timeout", "Time a request may take to be answered (else 503), and the longest a response write may stall (else the connection is closed)", "30s"))
         .arg(flag_value("path.sysfs", "sysfs mount point", railscope_collectors::fs::DEFAULT_SYSFS))
         .arg(flag_value("path.procfs", "procfs mount point", railscope_collectors::fs::DEFAULT_PROCFS))
         .arg(Arg::new("config.file").long("config.file").value_name("PATH").help("YAML configuration file; flags given on the command line override it"))
@@ -305,6 +321,50 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
             format!("{telemetry_path:?} must start with '/' and differ from '/' and '/-/...'"),
         ));
     }
+    let web_config_file = match matches.get_one::<String>("web.config.file") {
+        Some(path) if matches.value_source("web.config.file") == Some(ValueSource::CommandLine) => {
+            Some(path.clone())
+        }
+        _ => file.web.config_file.clone(),
+    }
+    .filter(|p| !p.is_empty())
+    .map(PathBuf::from);
+    let max_requests = pick(
+        matches,
+        "web.max-requests",
+        file.web.max_requests.map(|n| n.to_string()),
+    )
+    .parse::<usize>()
+    .map_err(|_| {
+        config_error(
+            "--web.max-requests (web.max-requests)",
+            "expected a whole number (0: no limit)",
+        )
+    })?;
+    let read_header_timeout = parse_duration(&pick(
+        matches,
+        "web.read-header-timeout",
+        file.web.read_header_timeout.clone(),
+    ))
+    .filter(|d| !d.is_zero())
+    .ok_or_else(|| {
+        config_error(
+            "--web.read-header-timeout (web.read-header-timeout)",
+            "expected a positive duration such as 30s",
+        )
+    })?;
+    let request_timeout = parse_duration(&pick(
+        matches,
+        "web.request-timeout",
+        file.web.request_timeout.clone(),
+    ))
+    .filter(|d| !d.is_zero())
+    .ok_or_else(|| {
+        config_error(
+            "--web.request-timeout (web.request-timeout)",
+            "expected a positive duration such as 30s",
+        )
+    })?;
     let roots = Roots {
         sysfs: PathBuf::from(pick(
             matches,
@@ -429,6 +489,10 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
         scrape_timeout_max,
         scrape_timeout_offset,
         collectors,
+        web_config_file,
+        max_requests,
+        read_header_timeout,
+        request_timeout,
     })
 }
 
@@ -654,6 +718,58 @@ mod tests {
             for option in spec.options {
                 assert!(help.contains(&format!("--collector.{}.{}", spec.name, option.name)));
             }
+        }
+    }
+
+    #[test]
+    fn web_flags_defaults_file_and_errors() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.web_config_file, None);
+        assert_eq!(c.max_requests, 40);
+        assert_eq!(c.read_header_timeout, Duration::from_secs(30));
+        assert_eq!(c.request_timeout, Duration::from_secs(30));
+        let file = write_config(
+            "web:\n  config-file: /etc/railscope/web.yml\n  max-requests: 0\n  read-header-timeout: 5s\n  request-timeout: 1m\n",
+        );
+        let path = file.path().to_str().unwrap();
+        let c = run(&["--config.file", path]).unwrap();
+        assert_eq!(
+            c.web_config_file,
+            Some(PathBuf::from("/etc/railscope/web.yml"))
+        );
+        assert_eq!(c.max_requests, 0);
+        assert_eq!(c.read_header_timeout, Duration::from_secs(5));
+        assert_eq!(c.request_timeout, Duration::from_secs(60));
+        let c = run(&[
+            "--config.file",
+            path,
+            "--web.config.file",
+            "/tmp/w.yml",
+            "--web.max-requests",
+            "7",
+        ])
+        .unwrap();
+        assert_eq!(c.web_config_file, Some(PathBuf::from("/tmp/w.yml")));
+        assert_eq!(c.max_requests, 7);
+        for (args, name) in [
+            (["--web.max-requests", "many"], "--web.max-requests"),
+            (
+                ["--web.read-header-timeout", "0s"],
+                "--web.read-header-timeout",
+            ),
+            (["--web.request-timeout", "soon"], "--web.request-timeout"),
+        ] {
+            let err = run(&args).unwrap_err();
+            assert!(err.to_string().contains(name), "{args:?}: {err}");
+        }
+        let help = command().render_long_help().to_string();
+        for flag in [
+            "--web.config.file",
+            "--web.max-requests",
+            "--web.read-header-timeout",
+            "--web.request-timeout",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from --help");
         }
     }
 }

@@ -7,8 +7,11 @@
 //!   parallel under a deadline and lets concurrent scrapes share one collection;
 //! * [`mapping`]: snapshot → metric families; [`exposition`]: families → Prometheus text
 //!   0.0.4 or OpenMetrics;
-//! * [`server`]: the HTTP endpoints.
+//! * [`server`]: the HTTP endpoints and the accept loop with its limits;
+//!   [`web_config`]: the `--web.config.file` (TLS, basic auth, headers) and its reloads;
+//!   [`basic_auth`]: bcrypt verification with a verdict cache.
 
+pub mod basic_auth;
 pub mod build_info;
 pub mod config;
 pub mod exposition;
@@ -19,22 +22,24 @@ pub mod process;
 mod proptests;
 pub mod scheduler;
 pub mod server;
+pub mod web_config;
 
 use std::ffi::OsString;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use railscope_collectors::{Fs, GuardedFs, RealFs};
 
 use crate::config::{Config, ConfigError, Invocation};
 use crate::scheduler::Scheduler;
+use crate::web_config::{WebConfig, WebState};
 
 /// Why the agent stopped with a failure.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Invalid flags or configuration.
+    /// Invalid flags or configuration. The message is the whole story: no `#[source]`, so
+    /// that `{:#}` does not print it twice.
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
     /// The listen address could not be bound.
     #[error("failed to listen on {address}: {source}")]
     Listen {
@@ -46,6 +51,12 @@ pub enum RunError {
     /// The async runtime or server failed.
     #[error("server failed: {0}")]
     Server(#[from] std::io::Error),
+}
+
+impl From<ConfigError> for RunError {
+    fn from(error: ConfigError) -> Self {
+        RunError::Config(error)
+    }
 }
 
 /// What `run` did.
@@ -71,6 +82,7 @@ where
         Invocation::Run(config) => *config,
     };
     let scheduler = Arc::new(build_scheduler(&config)?);
+    let web = Arc::new(load_web_config(&config)?);
     logging::init(config.log_level, config.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -78,7 +90,7 @@ where
         .thread_name("railscope")
         .enable_all()
         .build()?;
-    runtime.block_on(serve(config, scheduler))?;
+    runtime.block_on(serve(config, scheduler, web))?;
     Ok(Outcome::Stopped)
 }
 
@@ -103,7 +115,27 @@ pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
     Ok(Scheduler::new(sources).with_guard(guard))
 }
 
-async fn serve(config: Config, scheduler: Arc<Scheduler>) -> Result<(), RunError> {
+/// Loads `--web.config.file`; an invalid file names the file and the key.
+pub fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
+    let Some(path) = &config.web_config_file else {
+        return Ok(WebState::new(None, WebConfig::plain()));
+    };
+    let web = web_config::load(path).map_err(|e| ConfigError {
+        field: if e.field.is_empty() {
+            format!("web config {}", path.display())
+        } else {
+            format!("web config {}: {}", path.display(), e.field)
+        },
+        reason: e.reason,
+    })?;
+    Ok(WebState::new(Some(path.clone()), web))
+}
+
+async fn serve(
+    config: Config,
+    scheduler: Arc<Scheduler>,
+    web: Arc<WebState>,
+) -> Result<(), RunError> {
     let listener = server::bind(&config.listen_address)
         .await
         .map_err(|source| RunError::Listen {
@@ -120,24 +152,45 @@ async fn serve(config: Config, scheduler: Arc<Scheduler>) -> Result<(), RunError
         sysfs = %config.roots.sysfs.display(),
         procfs = %config.roots.procfs.display(),
         collectors = enabled.as_str(),
+        tls = web.current().tls.is_some(),
+        basic_auth = !web.current().users.is_empty(),
+        max_requests = config.max_requests,
         "Starting railscope."
     );
-    let state = Arc::new(server::AppState {
-        scheduler: Arc::clone(&scheduler),
-        telemetry_path: config.telemetry_path.clone(),
-        timeout_max: config.scrape_timeout_max,
-        timeout_offset: config.scrape_timeout_offset,
-        ready: AtomicBool::new(false),
-    });
+    if config.request_timeout <= config.scrape_timeout_max {
+        tracing::warn!(
+            request_timeout = ?config.request_timeout,
+            scrape_timeout_max = ?config.scrape_timeout_max,
+            "--web.request-timeout is not above --scrape.timeout-max: slow collections will be answered 503."
+        );
+    }
+    let limits = server::Limits {
+        max_requests: config.max_requests,
+        read_header_timeout: config.read_header_timeout,
+        request_timeout: config.request_timeout,
+    };
+    let state = Arc::new(server::AppState::new(
+        Arc::clone(&scheduler),
+        config.telemetry_path.clone(),
+        config.scrape_timeout_max,
+        config.scrape_timeout_offset,
+        Arc::clone(&web),
+        limits,
+    ));
     // A first collection at start reports absent subsystems once and makes /-/ready true.
     let warm = Arc::clone(&state);
     tokio::spawn(async move {
         warm.scheduler.collect(warm.timeout_max).await;
         warm.ready.store(true, std::sync::atomic::Ordering::Release);
     });
-    axum::serve(listener, server::router(state))
-        .with_graceful_shutdown(server::shutdown_signal())
-        .await?;
+    server::serve(
+        listener,
+        server::router(state),
+        web,
+        limits,
+        server::shutdown_signal(),
+    )
+    .await?;
     tracing::info!("Stopped.");
     Ok(())
 }

@@ -1,22 +1,61 @@
 //! The HTTP server: `/metrics` (or `--web.telemetry-path`), a landing page at `/`,
 //! `/-/healthy` and `/-/ready`, and a clean shutdown on SIGTERM/SIGINT.
+//!
+//! [`serve`] is the accept loop: HTTP/1.1 over plain TCP or TLS (rustls, from the web
+//! config), with the limits of [`Limits`]: the TLS handshake and each request head must
+//! arrive within `read_header_timeout` (which also closes idle keep-alive connections),
+//! heads are capped at [`MAX_HEAD_BYTES`] and [`MAX_HEADERS`] (431 past them), a response
+//! write that makes no progress for `request_timeout` closes the connection. [`router`]
+//! adds the per-request layers: configured response headers, the request timeout (503),
+//! basic auth (401) and the cap on concurrent scrapes (503).
 
+use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
 use tower_http::compression::CompressionLayer;
 
+use crate::basic_auth::BasicAuth;
 use crate::exposition::{self, Format};
 use crate::scheduler::{Scheduler, scrape_timeout};
+use crate::web_config::WebState;
 use crate::{mapping, process};
+
+/// The largest request head (request line and headers) read; past it the answer is 431.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// The most request headers; past it the answer is 431.
+pub const MAX_HEADERS: usize = 64;
+/// How long a shutdown waits for requests in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Limits on what one client can hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Concurrent requests to the metrics path; more get 503 at once. 0: no limit.
+    pub max_requests: usize,
+    /// Time for the TLS handshake, and for each request head from when the connection is
+    /// ready for it (so also the idle limit of a keep-alive connection).
+    pub read_header_timeout: Duration,
+    /// Time for a handler to answer (else 503), and the longest a response write may make
+    /// no progress (else the connection is closed).
+    pub request_timeout: Duration,
+}
 
 /// What the handlers share.
 #[derive(Debug)]
@@ -31,6 +70,39 @@ pub struct AppState {
     pub timeout_offset: Duration,
     /// Set once the first collection has finished.
     pub ready: AtomicBool,
+    /// The web configuration in force (users, headers; TLS is used by [`serve`]).
+    pub web: Arc<WebState>,
+    /// Basic auth verdicts.
+    pub auth: BasicAuth,
+    /// Limits.
+    pub limits: Limits,
+    /// Permits for concurrent metrics requests (`None`: unlimited).
+    pub in_flight: Option<Arc<Semaphore>>,
+}
+
+impl AppState {
+    /// State for a scheduler, with the given web config and limits.
+    pub fn new(
+        scheduler: Arc<Scheduler>,
+        telemetry_path: String,
+        timeout_max: Duration,
+        timeout_offset: Duration,
+        web: Arc<WebState>,
+        limits: Limits,
+    ) -> AppState {
+        AppState {
+            scheduler,
+            telemetry_path,
+            timeout_max,
+            timeout_offset,
+            ready: AtomicBool::new(false),
+            web,
+            auth: BasicAuth::default(),
+            limits,
+            in_flight: (limits.max_requests > 0)
+                .then(|| Arc::new(Semaphore::new(limits.max_requests))),
+        }
+    }
 }
 
 /// Builds the router.
@@ -39,13 +111,113 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route(
             &metrics_path,
-            get(metrics).layer(CompressionLayer::new().gzip(true)),
+            get(metrics)
+                .layer(CompressionLayer::new().gzip(true))
+                .layer(middleware::from_fn_with_state(
+                    Arc::clone(&state),
+                    limit_in_flight,
+                )),
         )
         .route("/", get(landing))
         .route("/-/healthy", get(healthy))
         .route("/-/ready", get(ready))
         .fallback(not_found)
+        // Outermost last: headers on every answer, then the timeout, then authentication.
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            request_timeout,
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            response_headers,
+        ))
         .with_state(state)
+}
+
+/// Adds the web config's `http_server_config.headers` to every response.
+async fn response_headers(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let web = state.web.current();
+    let mut response = next.run(request).await;
+    for (name, value) in &web.headers {
+        response.headers_mut().insert(name.clone(), value.clone());
+    }
+    response
+}
+
+/// 503 when the handler (authentication included) takes longer than the request timeout.
+async fn request_timeout(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(state.limits.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::debug!("A request timed out.");
+            (StatusCode::SERVICE_UNAVAILABLE, "Request timed out\n").into_response()
+        }
+    }
+}
+
+/// 401 with `WWW-Authenticate: Basic` unless the request carries a configured user's
+/// password (when `basic_auth_users` is set).
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let web = state.web.current();
+    if web.users.is_empty()
+        || state
+            .auth
+            .check(&web.users, request.headers().get(header::AUTHORIZATION))
+            .await
+    {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic"))],
+        "Unauthorized\n",
+    )
+        .into_response()
+}
+
+/// 503 at once when `--web.max-requests` metrics requests are already in flight (as
+/// node_exporter does), rather than queueing without bound.
+async fn limit_in_flight(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(in_flight) = &state.in_flight else {
+        return next.run(request).await;
+    };
+    match Arc::clone(in_flight).try_acquire_owned() {
+        Ok(_permit) => next.run(request).await,
+        Err(_) => {
+            tracing::debug!(
+                limit = state.limits.max_requests,
+                "Refused a request over --web.max-requests."
+            );
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "Limit of concurrent requests reached ({}), try again later.\n",
+                    state.limits.max_requests
+                ),
+            )
+                .into_response()
+        }
+    }
 }
 
 async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
@@ -137,6 +309,207 @@ async fn not_found(method: Method) -> Response {
         (StatusCode::NOT_FOUND, "Not found\n").into_response()
     } else {
         (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed\n").into_response()
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish
+/// for a few seconds. TLS when the web config at start has it (the handshake uses the
+/// configuration in force when the connection arrives, so a reloaded certificate applies
+/// to new connections).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    web: Arc<WebState>,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let tls = web.current().tls.is_some();
+    let watching = web.has_file();
+    let service = TowerToHyperService::new(app);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut reload = tokio::time::interval(Duration::from_secs(1));
+    reload.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(%error, "Failed to accept a connection.");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = reload.tick(), if watching => {
+                // Certificates, users and headers are re-read at most once a second, off the
+                // request path; the stat calls are cheap, a reload is rare.
+                let web = Arc::clone(&web);
+                let _ = tokio::task::spawn_blocking(move || web.reload_if_changed()).await;
+                continue;
+            }
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let io = WriteDeadline::new(stream, limits.request_timeout);
+        let service = service.clone();
+        let stop = stop_rx.clone();
+        let acceptor = if tls {
+            web.current()
+                .tls
+                .clone()
+                .map(tokio_rustls::TlsAcceptor::from)
+        } else {
+            None
+        };
+        tokio::spawn(async move {
+            match acceptor {
+                None => serve_connection(io, service, limits, stop).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(limits.read_header_timeout, acceptor.accept(io))
+                        .await
+                    {
+                        Ok(Ok(tls)) => serve_connection(tls, service, limits, stop).await,
+                        Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed."),
+                        Err(_) => tracing::debug!("TLS handshake timed out."),
+                    }
+                }
+            }
+        });
+    }
+    // Every connection holds a receiver: `closed` resolves when the last one has finished.
+    let _ = stop_tx.send(true);
+    drop(stop_rx);
+    if tokio::time::timeout(SHUTDOWN_GRACE, stop_tx.closed())
+        .await
+        .is_err()
+    {
+        tracing::warn!("Requests still in flight at shutdown were cut off.");
+    }
+    Ok(())
+}
+
+async fn serve_connection<I>(
+    io: I,
+    service: TowerToHyperService<Router>,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.read_header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .max_headers(MAX_HEADERS);
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(connection);
+    if *stop.borrow() {
+        connection.as_mut().graceful_shutdown();
+    }
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(error) = result {
+                tracing::debug!(%error, "Connection ended with an error.");
+            }
+            return;
+        }
+        _ = stop.changed() => connection.as_mut().graceful_shutdown(),
+    }
+    if let Err(error) = connection.await {
+        tracing::debug!(%error, "Connection ended with an error.");
+    }
+}
+
+/// A stream whose writes fail with `TimedOut` once one has made no progress for `limit`:
+/// a client that stops reading its response cannot hold the connection.
+struct WriteDeadline<T> {
+    inner: T,
+    limit: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(inner: T, limit: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// Called when a write operation returned `Pending`: arms the deadline or reports it.
+    fn check(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let limit = self.limit;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "response write made no progress",
+            )),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn wrap<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
+        match result {
+            Poll::Pending => self.check(cx).map(Err),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrap(cx, result)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrap(cx, result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.wrap(cx, result)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.wrap(cx, result)
     }
 }
 

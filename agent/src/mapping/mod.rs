@@ -101,7 +101,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
     }
     let mut timeouts = Family::counter(
         "railscope_sysfs_read_timeouts",
-        "File-system reads that did not return before the collection's deadline, since start.",
+        "File-system reads that blocked in the kernel past their wait (half the time left to the deadline), since start.",
     );
     timeouts.push(vec![], totals.fs_timeouts);
     vec![
