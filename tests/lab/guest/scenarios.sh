@@ -93,7 +93,7 @@ start_agent() { # NAME PORT [prefix...] -- [args...]
     while [ "$1" != -- ]; do prefix+=("$1"); shift; done
     shift
     # Generous scrape deadline: under TCG a collection takes seconds.
-    "${prefix[@]}" /run/railscope --web.listen-address 127.0.0.1:$port --scrape.timeout-max 60s \
+    "${prefix[@]}" /run/railscope --web.listen-address 127.0.0.1:$port --scrape.timeout-max 60s --web.request-timeout 90s \
         --collector.netdev.device-include '^veth' --collector.ethtool.device-include '^veth' \
         "$@" >$OUT/agent-$name.stdout 2>$OUT/agent-$name.log &
     AGENT_PIDS="$AGENT_PIDS $!"
