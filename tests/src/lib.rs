@@ -60,6 +60,33 @@ pub fn binary() -> PathBuf {
     bin
 }
 
+/// The flags that point the agent at the tree at `root`: its `sys/`, its `proc/` (a tree
+/// without one reads nothing from the host), and no NVML (a fixture node has none of this
+/// machine's GPUs).
+pub fn tree_args(root: &Path) -> Vec<String> {
+    vec![
+        "--path.sysfs".into(),
+        root.join("sys").display().to_string(),
+        "--path.procfs".into(),
+        root.join("proc").display().to_string(),
+        "--collector.gpu.nvml-library".into(),
+        "/nonexistent/libnvidia-ml.so.1".into(),
+    ]
+}
+
+/// Copies the fixture tree `tree` (symlinks and all) to `to`, which must not exist yet, and
+/// returns `to`.
+pub fn copy_fixture(tree: &str, to: &Path) -> PathBuf {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(fixtures().join(tree))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cp -a {tree} {}", to.display());
+    to.to_path_buf()
+}
+
 /// A free loopback port.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -106,18 +133,13 @@ impl Agent {
 
     /// Starts the agent against a fixture tree.
     pub fn fixture(tree: &str, extra: &[&str]) -> Agent {
-        let sys = fixtures().join(tree).join("sys");
-        // The tree's own procfs (host source); a tree without one reads nothing from the host.
-        let proc = fixtures().join(tree).join("proc");
-        // A fixture node has none of this machine's GPUs: never load a real NVML for it.
-        let mut args = vec![
-            "--path.sysfs",
-            sys.to_str().unwrap(),
-            "--path.procfs",
-            proc.to_str().unwrap(),
-            "--collector.gpu.nvml-library",
-            "/nonexistent/libnvidia-ml.so.1",
-        ];
+        Agent::tree(&fixtures().join(tree), extra)
+    }
+
+    /// Starts the agent against the tree at `root` (a fixture or a changed copy of one).
+    pub fn tree(root: &Path, extra: &[&str]) -> Agent {
+        let args = tree_args(root);
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
         args.extend_from_slice(extra);
         Agent::start(&args)
     }

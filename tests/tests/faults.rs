@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use railscope_tests::{Agent, find, fixtures, parse_samples, value};
+use railscope_tests::{Agent, find, parse_samples, value};
 
 fn port(dev: &str) -> [(&str, &str); 2] {
     [("device", dev), ("port", "1")]
@@ -330,14 +330,7 @@ fn a_read_that_blocks_does_not_block_the_scrape() {
     // Copy a tree and put a FIFO where one port's `state` is: reading it blocks forever,
     // like a sysfs read stuck in a wedged driver.
     let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("tree");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixtures().join("cx6dx-roce-2port"))
-        .arg(&copy)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let copy = railscope_tests::copy_fixture("cx6dx-roce-2port", &dir.path().join("tree"));
     let state = copy.join("sys/class/infiniband/mlx5_1/ports/1/state");
     let real = std::fs::canonicalize(&state).unwrap();
     std::fs::remove_file(&real).unwrap();

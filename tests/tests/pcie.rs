@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use railscope_tests::{Agent, Sample, find, fixture_trees, fixtures, parse_samples, value};
 
@@ -370,24 +369,9 @@ fn rails_do_not_depend_on_device_names() {
 #[test]
 fn aer_errors_climbing_show_as_a_moving_counter() {
     let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("tree");
-    assert!(
-        Command::new("cp")
-            .arg("-a")
-            .arg(fixtures().join("h100-cx7-ndr-ib"))
-            .arg(&copy)
-            .status()
-            .unwrap()
-            .success()
-    );
+    let copy = railscope_tests::copy_fixture("h100-cx7-ndr-ib", &dir.path().join("tree"));
     let sys = copy.join("sys");
-    let proc = copy.join("proc");
-    let agent = Agent::start(&[
-        "--path.sysfs",
-        sys.to_str().unwrap(),
-        "--path.procfs",
-        proc.to_str().unwrap(),
-    ]);
+    let agent = Agent::tree(&copy, &[]);
     let nic = std::fs::canonicalize(sys.join("class/infiniband/mlx5_0/device")).unwrap();
     let address = nic.file_name().unwrap().to_str().unwrap().to_owned();
     let labels = [

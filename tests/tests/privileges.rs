@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{fixtures, free_port, get, parse_samples, promtool_check_metrics, value};
+use railscope_tests::{free_port, get, parse_samples, promtool_check_metrics, value};
 
 const NOBODY: &str = "65534";
 
@@ -190,35 +190,16 @@ fn unprivileged_the_agent_reads_this_machine_like_root() {
 #[test]
 fn a_file_only_root_may_read_costs_its_series_and_is_logged_once() {
     let dir = open_tempdir();
-    let copy = dir.path().join("tree");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixtures().join("cx6dx-roce-2port"))
-        .arg(&copy)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let copy = railscope_tests::copy_fixture("cx6dx-roce-2port", &dir.path().join("tree"));
     let guarded = std::fs::canonicalize(
         copy.join("sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data"),
     )
     .unwrap();
     std::fs::set_permissions(&guarded, std::fs::Permissions::from_mode(0o400)).unwrap();
-    let sys = copy.join("sys");
-    let proc = copy.join("proc");
-    let agent = Unprivileged::start(
-        dir.path(),
-        true,
-        &[
-            "--path.sysfs",
-            sys.to_str().unwrap(),
-            "--path.procfs",
-            proc.to_str().unwrap(),
-            "--collector.gpu.nvml-library",
-            "/nonexistent/libnvidia-ml.so.1",
-            "--log.format",
-            "json",
-        ],
-    );
+    let mut args = railscope_tests::tree_args(&copy);
+    args.extend(["--log.format".to_owned(), "json".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let agent = Unprivileged::start(dir.path(), true, &args);
     let mut text = String::new();
     for _ in 0..3 {
         text = agent.scrape();
