@@ -12,9 +12,13 @@
 //!   (`class/infiniband/mlx5_0`, `bus/pci/devices/0000:17:00.0`, a PCI function under
 //!   `devices/`) is marked blocked, the attempt is abandoned, and the agent starts the source
 //!   again on a fresh thread.
-//! * Every operation under a blocked device fails at once with
+//! * Every read of a file under a blocked device fails at once with
 //!   [`io::ErrorKind::ResourceBusy`] until the blocked operation returns; so does every further
 //!   operation of an abandoned attempt, which lets its thread end as soon as the kernel lets go.
+//!   Listing directories, reading links and resolving paths under the device still work: in
+//!   sysfs they never reach the driver (only an attribute's `show` does), so the PCI function
+//!   and the rail of a blocked NIC stay known. If one of those blocks all the same (another
+//!   file system), every operation under the device is refused until it returns.
 //!
 //! So the rest of the node is still read and exported in the same scrape, a blocked device
 //! holds exactly one thread however many scrapes come, the number of blocked devices is capped
@@ -143,6 +147,8 @@ struct Op {
     path: PathBuf,
     started: Instant,
     deadline: Instant,
+    /// Whether it reads a file (rather than listing, resolving or testing a path).
+    read: bool,
 }
 
 #[derive(Debug)]
@@ -156,8 +162,9 @@ struct Entry {
 struct State {
     /// The current operation of each attempt.
     ops: HashMap<u64, Op>,
-    /// Blocked devices, by directory.
-    blocked: HashMap<PathBuf, Entry>,
+    /// Blocked devices, by directory and whether the blocked operation was a file read
+    /// (`true`: only reads are refused) or not (`false`: everything is).
+    blocked: HashMap<(PathBuf, bool), Entry>,
     /// Attempts given up whose thread has not returned.
     abandoned: HashSet<u64>,
 }
@@ -188,9 +195,17 @@ impl GuardedFs {
     /// The devices that have a blocked operation now.
     pub fn blocked(&self) -> Vec<BlockedDevice> {
         let now = Instant::now();
-        let mut out: Vec<BlockedDevice> = lock(&self.state)
-            .blocked
-            .iter()
+        let state = lock(&self.state);
+        // The longest-blocked operation of each device.
+        let mut by_device: HashMap<&PathBuf, &Entry> = HashMap::new();
+        for ((device, _), entry) in &state.blocked {
+            let oldest = by_device.entry(device).or_insert(entry);
+            if entry.since < oldest.since {
+                *oldest = entry;
+            }
+        }
+        let mut out: Vec<BlockedDevice> = by_device
+            .into_iter()
             .map(|(device, entry)| BlockedDevice {
                 device: self.relative(device),
                 path: entry.path.clone(),
@@ -222,11 +237,17 @@ impl GuardedFs {
         if now.saturating_duration_since(op.started) < wait {
             return None;
         }
-        let (op_id, device, path, started) =
-            (op.id, op.device.clone(), op.path.clone(), op.started);
+        let (op_id, device, path, started, read) = (
+            op.id,
+            op.device.clone(),
+            op.path.clone(),
+            op.started,
+            op.read,
+        );
         state.abandoned.insert(id);
-        if state.blocked.len() < MAX_BLOCKED || state.blocked.contains_key(&device) {
-            state.blocked.entry(device.clone()).or_insert(Entry {
+        let key = (device.clone(), read);
+        if state.blocked.len() < MAX_BLOCKED || state.blocked.contains_key(&key) {
+            state.blocked.entry(key).or_insert(Entry {
                 op: op_id,
                 path: path.clone(),
                 since: started,
@@ -265,6 +286,7 @@ impl GuardedFs {
     fn run<T>(
         &self,
         path: &Path,
+        read: bool,
         op: impl FnOnce(&dyn Fs, &Path) -> io::Result<T>,
     ) -> io::Result<T> {
         let device = self.device_of(path);
@@ -277,7 +299,11 @@ impl GuardedFs {
             {
                 return Err(skip(Blocked::Abandoned));
             }
-            if let Some(entry) = state.blocked.get(&device) {
+            let blocked = state
+                .blocked
+                .get(&(device.clone(), false))
+                .or_else(|| read.then(|| state.blocked.get(&(device.clone(), true)))?);
+            if let Some(entry) = blocked {
                 return Err(skip(Blocked::DeviceBlocked {
                     device: PathBuf::from(self.relative(&device)),
                     for_: entry.since.elapsed(),
@@ -295,6 +321,7 @@ impl GuardedFs {
                         path: path.to_path_buf(),
                         started: Instant::now(),
                         deadline,
+                        read,
                     },
                 );
             }
@@ -306,8 +333,9 @@ impl GuardedFs {
         {
             state.ops.remove(&id);
         }
-        if state.blocked.get(&device).is_some_and(|e| e.op == op_id) {
-            state.blocked.remove(&device);
+        let key = (device, read);
+        if state.blocked.get(&key).is_some_and(|e| e.op == op_id) {
+            state.blocked.remove(&key);
         }
         let abandoned = attempt.is_some_and(|(id, _)| state.abandoned.contains(&id));
         drop(state);
@@ -330,23 +358,24 @@ fn skip(why: Blocked) -> io::Error {
 
 impl Fs for GuardedFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.run(path, |fs, p| fs.read(p))
+        self.run(path, true, |fs, p| fs.read(p))
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
-        self.run(path, |fs, p| fs.read_dir(p))
+        self.run(path, false, |fs, p| fs.read_dir(p))
     }
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        self.run(path, |fs, p| fs.read_link(p))
+        self.run(path, false, |fs, p| fs.read_link(p))
     }
 
     fn exists(&self, path: &Path) -> bool {
-        self.run(path, |fs, p| Ok(fs.exists(p))).unwrap_or(false)
+        self.run(path, false, |fs, p| Ok(fs.exists(p)))
+            .unwrap_or(false)
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        self.run(path, |fs, p| fs.canonicalize(p))
+        self.run(path, false, |fs, p| fs.canonicalize(p))
     }
 }
 
@@ -445,6 +474,13 @@ mod tests {
             Ok(path.display().to_string().into_bytes())
         }
         fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+            if path.ends_with("blocking") {
+                let mut open = lock(&self.open);
+                while !*open {
+                    open = self.cv.wait(open).unwrap_or_else(|e| e.into_inner());
+                }
+                return Ok(Vec::new());
+            }
             RealFs.read_dir(path)
         }
         fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
@@ -540,6 +576,13 @@ mod tests {
                 &fs.read(Path::new("/s/class/infiniband/mlx5_1/ports/1/rate"))
                     .unwrap_err()
             ));
+            // Links and paths under it still resolve: in sysfs they never reach the driver.
+            assert_eq!(
+                fs.canonicalize(Path::new("/s/class/infiniband/mlx5_1/device"))
+                    .unwrap(),
+                Path::new("/s/class/infiniband/mlx5_1/device")
+            );
+            assert!(fs.exists(Path::new("/s/class/infiniband/mlx5_1/ports")));
             assert_eq!(
                 fs.read(Path::new("/s/class/infiniband/mlx5_0/ports/1/rate"))
                     .unwrap(),
@@ -563,6 +606,42 @@ mod tests {
                 b"late\n"
             );
         });
+    }
+
+    #[test]
+    fn a_blocked_listing_refuses_everything_under_its_device() {
+        let gate = Arc::new(Gate::default());
+        let fs = Arc::new(GuardedFs::new(gate.clone(), roots()));
+        let id = next_attempt();
+        let thread = {
+            let fs = Arc::clone(&fs);
+            std::thread::spawn(move || {
+                with_attempt(id, Instant::now(), || {
+                    fs.read_dir(Path::new("/s/class/net/eth0/blocking"))
+                })
+            })
+        };
+        let until = Instant::now() + Duration::from_secs(10);
+        while fs.check_stalled(id).is_none() {
+            assert!(Instant::now() < until, "never stalled");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        with_attempt(next_attempt(), Instant::now(), || {
+            for err in [
+                fs.read_dir(Path::new("/s/class/net/eth0/queues"))
+                    .unwrap_err(),
+                fs.canonicalize(Path::new("/s/class/net/eth0/device"))
+                    .unwrap_err(),
+                fs.read(Path::new("/s/class/net/eth0/mtu")).unwrap_err(),
+            ] {
+                assert!(is_skipped(&err), "{err}");
+            }
+            assert!(!fs.exists(Path::new("/s/class/net/eth0/mtu")));
+            assert!(fs.read(Path::new("/s/class/net/eth1/mtu")).is_ok());
+        });
+        gate.release();
+        assert!(thread.join().unwrap().is_err(), "abandoned: too late");
+        assert!(fs.blocked().is_empty());
     }
 
     #[test]
