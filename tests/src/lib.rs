@@ -87,6 +87,47 @@ pub fn copy_fixture(tree: &str, to: &Path) -> PathBuf {
     to.to_path_buf()
 }
 
+/// A `prometheus` command (Debian package `prometheus`) that reads `config`, keeps its TSDB in
+/// `dir/tsdb` and serves on `127.0.0.1:port`, its output discarded.
+pub fn prometheus_command(config: &Path, dir: &Path, port: u16) -> Command {
+    let mut cmd = Command::new("prometheus");
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// Percent-encodes `text` for a URL query value.
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Runs a PromQL instant query against the Prometheus at `addr`: its JSON answer, or `Null`
+/// when it does not answer 200 with JSON.
+pub fn prometheus_query(addr: SocketAddr, query: &str) -> serde_json::Value {
+    match get(
+        addr,
+        &format!("/api/v1/query?query={}", percent_encode(query)),
+        &[],
+    ) {
+        Ok(r) if r.status == 200 => serde_json::from_slice(&r.body).unwrap_or_default(),
+        _ => serde_json::Value::Null,
+    }
+}
+
 /// A free loopback port.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

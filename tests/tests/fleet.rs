@@ -273,7 +273,7 @@ fn tool(name: &str) -> String {
 
 #[test]
 fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
-    let prometheus = tool("prometheus");
+    tool("prometheus");
     let alertmanager = tool("prometheus-alertmanager");
     let dir = tempfile::tempdir().unwrap();
     let mut procs = Procs(Vec::new());
@@ -466,15 +466,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         String::from_utf8_lossy(&check.stdout)
     );
     procs.0.push(
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", prom_config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        railscope_tests::prometheus_command(&prom_config, dir.path(), prom_port)
             .spawn()
             .unwrap(),
     );
@@ -661,18 +653,6 @@ const LIVE_ONLY: &[&str] = &[
     "railscope_gpu_retired_pages",
 ];
 
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Runs every dashboard query (variables set to match everything) and returns those that
 /// failed or returned nothing, leaving out queries that need live-only metrics.
 fn empty_dashboard_queries(prom_port: u16) -> Vec<String> {
@@ -710,7 +690,10 @@ for path in sys.argv[1:]:
             .replace("$rail", ".*");
         let resp = get(
             addr,
-            &format!("/api/v1/query?query={}", percent_encode(&query)),
+            &format!(
+                "/api/v1/query?query={}",
+                railscope_tests::percent_encode(&query)
+            ),
             &[],
         )
         .unwrap();

@@ -293,6 +293,22 @@ fn rewrite(path: &Path, text: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
+/// Writes to `path` a web config serving TLS with `server` and client auth type `auth`
+/// against `client_ca`; returns `path`.
+fn client_auth_config(
+    path: &Path,
+    server: (&Path, &Path),
+    auth: &str,
+    client_ca: &Path,
+) -> PathBuf {
+    let extra = format!(
+        "  client_auth_type: {auth}\n  client_ca_file: {}\n",
+        client_ca.display()
+    );
+    std::fs::write(path, web_config(Some(server), &extra, &[], "")).unwrap();
+    path.to_path_buf()
+}
+
 fn web_config(
     tls: Option<(&Path, &Path)>,
     extra_tls: &str,
@@ -356,15 +372,7 @@ fn prometheus_scrapes_over_https_with_basic_auth() {
         ),
     )
     .unwrap();
-    let mut prometheus = Command::new("prometheus")
-        .arg(format!("--config.file={}", prom_config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    let mut prometheus = railscope_tests::prometheus_command(&prom_config, dir.path(), prom_port)
         .spawn()
         .unwrap();
     struct Kill<'a>(&'a mut Child);
@@ -376,19 +384,7 @@ fn prometheus_scrapes_over_https_with_basic_auth() {
     }
     let _prometheus = Kill(&mut prometheus);
     let prom: SocketAddr = format!("127.0.0.1:{prom_port}").parse().unwrap();
-    let query = |q: &str| -> serde_json::Value {
-        let encoded: String = q
-            .bytes()
-            .map(|b| match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
-                b => format!("%{b:02X}"),
-            })
-            .collect();
-        match get(prom, &format!("/api/v1/query?query={encoded}"), &[]) {
-            Ok(r) if r.status == 200 => serde_json::from_slice(&r.body).unwrap(),
-            _ => serde_json::Value::Null,
-        }
-    };
+    let query = |q: &str| railscope_tests::prometheus_query(prom, q);
     let up = |job: &str| -> Option<String> {
         query(&format!("up{{job=\"{job}\"}}"))["data"]["result"][0]["value"][1]
             .as_str()
@@ -557,20 +553,12 @@ fn client_certificates_are_required_and_verified() {
     let (cert, key) = server_pki.issue("server", true);
     let (client_cert, client_key) = client_pki.issue("prometheus", false);
     let (other_cert, other_key) = other_pki.issue("prometheus", false);
-    let web = dir.path().join("web.yml");
-    std::fs::write(
-        &web,
-        web_config(
-            Some((&cert, &key)),
-            &format!(
-                "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {}\n",
-                client_pki.ca().display()
-            ),
-            &[],
-            "",
-        ),
-    )
-    .unwrap();
+    let web = client_auth_config(
+        &dir.path().join("web.yml"),
+        (&cert, &key),
+        "RequireAndVerifyClientCert",
+        &client_pki.ca(),
+    );
     let agent = WebAgent::start(dir.path(), &web, &[]);
     let ca = server_pki.ca();
     let with = |cert: &Path, key: &Path, extra: &[&str]| {
@@ -1003,20 +991,12 @@ fn the_other_client_auth_types() {
         ("VerifyClientCertIfGiven", true, true, false),
     ];
     for (auth, none_ok, valid_ok, foreign_ok) in cases {
-        let web = dir.path().join(format!("{auth}.yml"));
-        std::fs::write(
-            &web,
-            web_config(
-                Some((&cert, &key)),
-                &format!(
-                    "  client_auth_type: {auth}\n  client_ca_file: {}\n",
-                    client_pki.ca().display()
-                ),
-                &[],
-                "",
-            ),
-        )
-        .unwrap();
+        let web = client_auth_config(
+            &dir.path().join(format!("{auth}.yml")),
+            (&cert, &key),
+            auth,
+            &client_pki.ca(),
+        );
         let agent = WebAgent::start(dir.path(), &web, &[]);
         let with = |cert: &Path, key: &Path| {
             let (c, k) = (cert.display().to_string(), key.display().to_string());
