@@ -6,10 +6,10 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-use railscope_collectors::infiniband::types::{
+use railscope_collectors::sources::infiniband::types::{
     Device, Enumerated, Gid, HwCounter, PmaCounter, PmaDir, Port, Rate, Snapshot as IbSnapshot,
 };
-use railscope_collectors::{ethtool, gpu, netdev, pci};
+use railscope_collectors::sources::{ethtool, gpu, netdev, pci};
 
 use crate::exposition::{Family, Format, Value, encode, escape_help};
 use crate::mapping;

@@ -14,22 +14,15 @@
 //!   ([`Roots`]), so the whole agent runs against a fixture tree, and tests can inject errnos.
 //! * [`infiniband`]: the InfiniBand/RoCE port source over `/sys/class/infiniband`.
 
-pub mod dcb;
 pub mod error;
-pub mod ethtool;
 pub mod fs;
-pub mod gpu;
 pub mod guard;
-pub mod host;
-pub mod infiniband;
-pub mod netdev;
 pub mod netdevs;
-pub mod pci;
 pub mod pcie;
 #[cfg(test)]
 mod proptests;
 pub mod source;
-pub mod topology;
+pub mod sources;
 
 pub use error::{CollectError, ErrorKind};
 pub use fs::{Fault, FaultFs, Fs, RealFs, Roots};

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, is_not_found};
-use crate::infiniband::parse::is_pci_address;
+use crate::sources::infiniband::parse::is_pci_address;
 
 /// NVIDIA's PCI vendor id.
 pub const NVIDIA_VENDOR: u32 = 0x10de;

@@ -17,20 +17,20 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-use crate::dcb::IeeePfc;
-use crate::dcb::wire;
-use crate::ethtool::names::{self, Direction, DiscardReason, Stat, StormLevel};
-use crate::ethtool::reader;
-use crate::gpu::pci_to_sysfs;
-use crate::host;
-use crate::infiniband::netlink as nl;
-use crate::infiniband::parse;
-use crate::infiniband::pma;
-use crate::infiniband::types::{MtuRule, PmaCounter, PmaDir};
-use crate::netdev::rtnl;
-use crate::pci;
 use crate::pcie::{self, PciPath};
-use crate::topology;
+use crate::sources::dcb::IeeePfc;
+use crate::sources::dcb::wire;
+use crate::sources::ethtool::names::{self, Direction, DiscardReason, Stat, StormLevel};
+use crate::sources::ethtool::reader;
+use crate::sources::gpu::pci_to_sysfs;
+use crate::sources::host;
+use crate::sources::infiniband::netlink as nl;
+use crate::sources::infiniband::parse;
+use crate::sources::infiniband::pma;
+use crate::sources::infiniband::types::{MtuRule, PmaCounter, PmaDir};
+use crate::sources::netdev::rtnl;
+use crate::sources::pci;
+use crate::sources::topology;
 
 /// `cases` cases, no regression files written into the source tree (a failure prints its
 /// minimized input, which is then kept as a unit test here).
@@ -1506,12 +1506,12 @@ proptest! {
     /// `enum ibv_mtu` to bytes: 1–5 are 256–4096, anything else is no value.
     #[test]
     fn verbs_mtus_round_trip(value in any::<i32>(), log in 8u32..=12) {
-        match crate::infiniband::verbs::mtu_bytes(value) {
+        match crate::sources::infiniband::verbs::mtu_bytes(value) {
             Some(bytes) => prop_assert!((1..=5).contains(&value) && bytes == 128 << value),
             None => prop_assert!(!(1..=5).contains(&value)),
         }
         let bytes = 1u32 << log;
-        prop_assert_eq!(crate::infiniband::verbs::mtu_bytes(log as i32 - 7), Some(bytes));
+        prop_assert_eq!(crate::sources::infiniband::verbs::mtu_bytes(log as i32 - 7), Some(bytes));
     }
 
     /// A driver's string set, duplicates and odd names included, is sorted into known
@@ -1530,7 +1530,7 @@ proptest! {
             ["", "^rx", "phy", "[,\" ]", "^$"].iter().map(|p| regex::Regex::new(p).unwrap()).collect()
         });
         let re = include.map(|i| &patterns[i]);
-        let stats = crate::ethtool::NetdevStats::from_raw("e\"0", raw.clone(), re);
+        let stats = crate::sources::ethtool::NetdevStats::from_raw("e\"0", raw.clone(), re);
         prop_assert_eq!(stats.reported, raw.len());
         let mut want_known: Vec<(Stat, u64)> = Vec::new();
         let mut want_other: Vec<(String, u64)> = Vec::new();

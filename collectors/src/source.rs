@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::error::CollectError;
 use crate::fs::{Fs, Roots};
-use crate::infiniband;
+use crate::sources::infiniband;
 
 /// What a source read in one collection.
 #[derive(Debug, Clone)]
@@ -17,19 +17,19 @@ pub enum SourceData {
     /// The `infiniband` source's snapshot.
     Infiniband(infiniband::Snapshot),
     /// The `netdev` source's snapshot.
-    Netdev(crate::netdev::Snapshot),
+    Netdev(crate::sources::netdev::Snapshot),
     /// The `ethtool` source's snapshot.
-    Ethtool(crate::ethtool::Snapshot),
+    Ethtool(crate::sources::ethtool::Snapshot),
     /// The `dcb` source's snapshot.
-    Dcb(crate::dcb::Snapshot),
+    Dcb(crate::sources::dcb::Snapshot),
     /// The `gpu` source's snapshot.
-    Gpu(crate::gpu::Snapshot),
+    Gpu(crate::sources::gpu::Snapshot),
     /// The `pci` source's snapshot.
-    Pci(crate::pci::Snapshot),
+    Pci(crate::sources::pci::Snapshot),
     /// The `topology` source's snapshot.
-    Topology(crate::topology::Snapshot),
+    Topology(crate::sources::topology::Snapshot),
     /// The `host` source's snapshot.
-    Host(crate::host::Snapshot),
+    Host(crate::sources::host::Snapshot),
 }
 
 /// The outcome of one collection by one source.
@@ -119,13 +119,13 @@ pub struct SourceSpec {
 /// Every source, in the order the agent lists and exports them.
 pub static SOURCES: &[SourceSpec] = &[
     infiniband::SPEC,
-    crate::netdev::SPEC,
-    crate::ethtool::SPEC,
-    crate::dcb::SPEC,
-    crate::gpu::SPEC,
-    crate::pci::SPEC,
-    crate::topology::SPEC,
-    crate::host::SPEC,
+    crate::sources::netdev::SPEC,
+    crate::sources::ethtool::SPEC,
+    crate::sources::dcb::SPEC,
+    crate::sources::gpu::SPEC,
+    crate::sources::pci::SPEC,
+    crate::sources::topology::SPEC,
+    crate::sources::host::SPEC,
 ];
 
 /// Compiles an optional regular-expression option. Like node_exporter's `device-include` /

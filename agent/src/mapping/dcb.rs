@@ -7,7 +7,7 @@
 //! ixgbe and kvx swap them. Join `railscope_netdev_info{driver}` on `netdev` to tell which.
 //! mlx5 reports cached values that only an `ETHTOOL_GSTATS` (`ethtool -S`) refreshes.
 
-use railscope_collectors::dcb::Snapshot;
+use railscope_collectors::sources::dcb::Snapshot;
 
 use crate::exposition::Family;
 
@@ -48,7 +48,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
 mod tests {
     use super::*;
     use crate::exposition::{Format, encode};
-    use railscope_collectors::dcb::{IeeePfc, NetdevPfc};
+    use railscope_collectors::sources::dcb::{IeeePfc, NetdevPfc};
 
     #[test]
     fn pfc_on_priority_3() {

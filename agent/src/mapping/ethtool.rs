@@ -17,8 +17,8 @@
 //! family, so no driver string can produce a duplicate family; the source already keeps only
 //! the first of duplicate names.
 
-use railscope_collectors::ethtool::Snapshot;
-use railscope_collectors::ethtool::names::{Cast, Direction, Stat};
+use railscope_collectors::sources::ethtool::Snapshot;
+use railscope_collectors::sources::ethtool::names::{Cast, Direction, Stat};
 
 use crate::exposition::Family;
 
@@ -247,9 +247,9 @@ mod tests {
     use std::collections::BTreeSet;
     use std::path::Path;
 
-    use railscope_collectors::ethtool::NetdevStats;
-    use railscope_collectors::ethtool::StatsReader;
-    use railscope_collectors::ethtool::fake::{FakeEthtool, Reply};
+    use railscope_collectors::sources::ethtool::NetdevStats;
+    use railscope_collectors::sources::ethtool::StatsReader;
+    use railscope_collectors::sources::ethtool::fake::{FakeEthtool, Reply};
 
     use super::*;
     use crate::exposition::{Format, Value, encode};

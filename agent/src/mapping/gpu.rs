@@ -1,7 +1,7 @@
 //! Maps the `gpu` source's snapshot to metric families: `railscope_gpu_*` per GPU and
 //! `railscope_nvlink_*` per link. Watts, hertz, bytes and ratios are base units.
 
-use railscope_collectors::gpu::{GpuState, Snapshot};
+use railscope_collectors::sources::gpu::{GpuState, Snapshot};
 
 use crate::exposition::Family;
 

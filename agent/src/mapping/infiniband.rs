@@ -6,7 +6,7 @@
 //! strings sit on `*_info` series. Values are converted to base units: PMA data counters
 //! count 4-byte words (×4), rates are bytes per second, `lifespan` is seconds.
 
-use railscope_collectors::infiniband::{PmaCounter, Port, Snapshot};
+use railscope_collectors::sources::infiniband::{PmaCounter, Port, Snapshot};
 
 use crate::exposition::Family;
 
@@ -485,7 +485,7 @@ fn map_pma(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railscope_collectors::infiniband::{Device, Enumerated, Gid, PmaDir, Rate};
+    use railscope_collectors::sources::infiniband::{Device, Enumerated, Gid, PmaDir, Rate};
 
     fn find<'a>(families: &'a [Family], name: &str) -> &'a Family {
         families

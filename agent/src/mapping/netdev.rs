@@ -5,7 +5,7 @@
 //! second (sysfs `speed` is Mb/s, ×125 000). Descriptive strings (operstate, address,
 //! driver, where the values came from) sit on `railscope_netdev_info`.
 
-use railscope_collectors::netdev::{Netdev, Snapshot, Traffic};
+use railscope_collectors::sources::netdev::{Netdev, Snapshot, Traffic};
 
 use crate::exposition::Family;
 
@@ -117,7 +117,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
 mod tests {
     use super::*;
     use crate::exposition::{Format, encode};
-    use railscope_collectors::netdev::Origin;
+    use railscope_collectors::sources::netdev::Origin;
 
     #[test]
     fn series_of_one_netdev() {

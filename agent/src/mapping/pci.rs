@@ -1,8 +1,8 @@
 //! Maps the `pci`, `topology` and `host` snapshots to metric families.
 
-use railscope_collectors::host::{self, IommuMode};
-use railscope_collectors::pci::{self, AcsState};
-use railscope_collectors::topology;
+use railscope_collectors::sources::host::{self, IommuMode};
+use railscope_collectors::sources::pci::{self, AcsState};
+use railscope_collectors::sources::topology;
 
 use crate::exposition::Family;
 

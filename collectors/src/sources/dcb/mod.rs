@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::CollectError;
 use crate::fs::{Fs, Roots};
-use crate::netdev::rtnl::RtnlSocket;
-use crate::netdev::{RTNETLINK_PATH, is_same_netdev};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
 use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use crate::sources::netdev::rtnl::RtnlSocket;
+use crate::sources::netdev::{RTNETLINK_PATH, is_same_netdev};
 use wire::Reply;
 
 /// The registry entry of this source.

@@ -31,7 +31,7 @@
 //! Values are in host byte order.
 
 use super::IeeePfc;
-use crate::netdev::rtnl::{self, Message, NLMSG_ERROR, NLMSG_HDRLEN, align4};
+use crate::sources::netdev::rtnl::{self, Message, NLMSG_ERROR, NLMSG_HDRLEN, align4};
 
 /// `RTM_GETDCB`.
 pub const RTM_GETDCB: u16 = 78;

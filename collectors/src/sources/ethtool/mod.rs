@@ -175,7 +175,7 @@ impl EthtoolSource {
         let mut errors = Vec::new();
         let mut elsewhere = 0;
         let live = if self.live_namespace_only && !selected.is_empty() {
-            match crate::netdev::rtnl::RtnlSocket::open(std::time::Duration::from_secs(3))
+            match crate::sources::netdev::rtnl::RtnlSocket::open(std::time::Duration::from_secs(3))
                 .and_then(|mut s| s.dump_links())
             {
                 Ok(links) => Some(links),
@@ -198,7 +198,7 @@ impl EthtoolSource {
         for name in &selected {
             if let Some(links) = &live
                 && !links.iter().any(|link| {
-                    crate::netdev::is_same_netdev(
+                    crate::sources::netdev::is_same_netdev(
                         self.fs.as_ref(),
                         &self.sysfs,
                         name,
