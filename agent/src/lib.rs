@@ -3,8 +3,10 @@
 //! The binary is a thin `main` over [`run`]. Principal pieces:
 //! * [`config`]: flags and the YAML config file, merged and validated into a
 //!   [`config::Config`];
-//! * [`scheduler::Scheduler`]: runs the enabled sources of `railscope-collectors` in
-//!   parallel under a deadline and lets concurrent scrapes share one collection;
+//! * [`scheduler::Scheduler`]: hands each collection of the enabled sources of
+//!   `railscope-collectors` its deadline (the earliest among the scrapes waiting), takes each
+//!   source's outcome up as it comes, and lets concurrent scrapes share one collection;
+//! * [`collection`]: what a collection produced, shared by the scheduler and the mapping;
 //! * [`mapping`]: snapshot → metric families; [`exposition`]: families → Prometheus text
 //!   0.0.4 or OpenMetrics;
 //! * [`server`]: the HTTP endpoints and the accept loop with its limits;
@@ -13,6 +15,7 @@
 
 pub mod basic_auth;
 pub mod build_info;
+pub mod collection;
 pub mod config;
 pub mod exposition;
 pub mod logging;
@@ -27,7 +30,7 @@ pub mod web_config;
 use std::ffi::OsString;
 use std::sync::Arc;
 
-use railscope_collectors::{Fs, GuardedFs, RealFs};
+use railscope_collectors::Collectors;
 
 use crate::config::{Config, ConfigError, Invocation};
 use crate::scheduler::Scheduler;
@@ -96,23 +99,19 @@ where
 
 /// Builds every enabled source; an invalid option names its flag.
 pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
-    // Every file-system read goes through the guard: a read that blocks in the kernel costs
-    // its device's series until it returns, never the scrape or the rest of the node.
-    let guard = Arc::new(GuardedFs::new(Arc::new(RealFs), config.roots.clone()));
-    let fs: Arc<dyn Fs> = guard.clone();
-    let mut sources = Vec::new();
-    for collector in config.collectors.iter().filter(|c| c.enabled) {
-        let source = (collector.spec.build)(&config.roots, Arc::clone(&fs), &collector.options)
-            .map_err(|e| ConfigError {
-                field: format!(
-                    "--collector.{}.{} (collectors.{}.{})",
-                    collector.spec.name, e.option, collector.spec.name, e.option
-                ),
-                reason: e.reason,
-            })?;
-        sources.push(source);
-    }
-    Ok(Scheduler::new(sources).with_guard(guard))
+    let enabled = config
+        .collectors
+        .iter()
+        .filter(|c| c.enabled)
+        .map(|c| (c.spec, &c.options));
+    let collectors = Collectors::build(&config.roots, enabled).map_err(|e| ConfigError {
+        field: format!(
+            "--collector.{}.{} (collectors.{}.{})",
+            e.source_name, e.error.option, e.source_name, e.error.option
+        ),
+        reason: e.error.reason,
+    })?;
+    Ok(Scheduler::new(collectors))
 }
 
 /// Loads `--web.config.file`; an invalid file names the file and the key.

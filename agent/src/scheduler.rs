@@ -1,153 +1,144 @@
-//! The scrape scheduler: runs every enabled source in parallel, each on a blocking thread
-//! under a deadline, and lets concurrent scrapes share one collection.
+//! The scrape scheduler: hands each collection its deadline, runs every enabled source on a
+//! blocking thread, and takes each source's result up as soon as it is there.
 //!
 //! * Deadline: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less an offset, capped by
-//!   `--scrape.timeout-max`. A source that misses it is reported failed for this scrape; its
-//!   thread is left to finish, and until it does the source is not started again, so a call
-//!   that hangs costs one thread, not one per scrape.
-//! * Blocked reads: sources read files through [`GuardedFs`]. When a read blocks in the kernel
-//!   past its wait, its device is marked blocked, the blocked thread is abandoned and the
-//!   source starts again on a fresh thread; the blocked device's series are skipped until the
-//!   read returns, and everything else on the node is exported in the same scrape.
-//! * Coalescing: a scrape that arrives while a collection is running waits for that one
-//!   instead of reading sysfs again.
-//! * Errors each source reports are counted per collector and each distinct one (path, kind,
-//!   errno) is logged once.
+//!   `--scrape.timeout-max`. A collection's deadline is the earliest among the scrapes
+//!   waiting for it: a scrape that joins a running collection brings it forward, so a 3 s
+//!   scrape arriving during a 10 s start-up collection gets its answer in time, with every
+//!   device that was ready by then. Inside a source, the deadline is enforced per device by
+//!   `railscope_collectors::run`: a stuck device costs only its own series.
+//! * Publishing: each source's outcome is posted as soon as it returns; a scrape answers at
+//!   its own deadline with what is posted, and a source that has not returned is reported
+//!   failed in that scrape. Its thread is left to finish, and until it does the source is not
+//!   started again, so a call that hangs costs one thread, not one per scrape.
+//! * Coalescing: a scrape that arrives while a collection is running joins it instead of
+//!   reading the node again.
+//! * Errors each source reports are counted per collector and each distinct one (origin,
+//!   kind, errno) is logged once; a source that misses its deadline is logged when it starts
+//!   and when it ends.
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use futures_util::FutureExt;
-use futures_util::future::{BoxFuture, Shared};
-use railscope_collectors::guard::{self, BlockedDevice};
-use railscope_collectors::{CollectError, ErrorKind, GuardedFs, Source, SourceData, SourceReport};
+use railscope_collectors::{
+    AnySource, CollectError, Collectors, Deadline, ErrorKind, SourceReport,
+};
 
-/// How often a running collection is checked for a read blocked in the kernel.
-const STALL_CHECK: Duration = Duration::from_millis(10);
+pub use crate::collection::{Collection, SourceOutcome, Totals};
 
-/// What watching one attempt of a source found.
-enum Watch {
-    /// It returned (or panicked).
-    Done(Result<std::thread::Result<SourceReport>, tokio::task::JoinError>),
-    /// The scrape deadline came first.
-    Deadline,
-    /// A read blocked; the source is started again without the blocked device.
-    Restart,
-}
-
-/// How long past its deadline a scrape waits for the collection it started to return.
+/// How long past its deadline a scrape waits for the sources to hand over what they have.
 const JOIN_GRACE: Duration = Duration::from_millis(250);
 
 /// How many distinct errors are remembered for log-once; past this, errors are still counted
 /// but logged at debug level only.
 const LOGGED_ERRORS_CAP: usize = 10_000;
 
-/// What one source produced in one collection.
-#[derive(Debug, Clone)]
-pub struct SourceOutcome {
-    /// The source's name.
-    pub name: &'static str,
-    /// Whether the source ran to completion within the deadline.
-    pub success: bool,
-    /// How long it ran (up to the deadline when it missed it).
-    pub duration: Duration,
-    /// What it read.
-    pub data: Option<SourceData>,
-    /// Errors it reported in this collection.
-    pub errors: usize,
-}
-
-/// One collection: every enabled source's outcome, in registry order.
-#[derive(Debug, Clone)]
-pub struct Collection {
-    /// The outcomes.
-    pub outcomes: Vec<SourceOutcome>,
-    /// The collection's sequence number (1 for the first).
-    pub sequence: u64,
-}
-
-/// Cumulative counters the scheduler keeps across collections.
-#[derive(Debug, Clone, Default)]
-pub struct Totals {
-    /// Errors per source, in registry order.
-    pub errors: Vec<(&'static str, u64)>,
-    /// Collections run.
-    pub collections: u64,
-    /// Collection requests (scrapes), including those that shared a running collection.
-    pub requests: u64,
-    /// Devices with a file-system operation blocked past its deadline now.
-    pub blocked: Vec<BlockedDevice>,
-    /// File-system operations that did not return in time, since start.
-    pub fs_timeouts: u64,
-}
-
-/// What identifies an error for log-once: collector, path, kind and errno.
+/// What identifies an error for log-once: collector, origin, kind and errno.
 type ErrorKey = (String, String, &'static str, Option<i32>);
 
-type SharedCollection = Shared<BoxFuture<'static, Arc<Collection>>>;
-
 struct SourceSlot {
-    source: Arc<dyn Source>,
-    /// The attempt id of the blocking collection of this source that runs now; 0 when none.
-    running: Arc<AtomicU64>,
+    source: Arc<dyn AnySource>,
+    /// Whether a thread of this source is running now.
+    running: Arc<AtomicBool>,
+    /// Whether the running thread missed its collection's deadline.
+    late: Arc<AtomicBool>,
     errors_total: AtomicU64,
+}
+
+/// One collection in progress: its deadline and the outcomes posted so far.
+struct Inflight {
+    sequence: u64,
+    started: Instant,
+    deadline: Arc<Deadline>,
+    board: Mutex<Vec<Option<SourceOutcome>>>,
+    done: AtomicBool,
+    posted: tokio::sync::Notify,
+}
+
+impl Inflight {
+    /// Posts source `index`'s outcome unless one is there; true when it was posted.
+    fn post(&self, index: usize, outcome: impl FnOnce() -> SourceOutcome) -> bool {
+        let mut board = lock(&self.board);
+        if board[index].is_some() {
+            return false;
+        }
+        board[index] = Some(outcome());
+        if board.iter().all(Option::is_some) {
+            self.done.store(true, Ordering::Release);
+        }
+        drop(board);
+        self.posted.notify_waiters();
+        true
+    }
+
+    fn view(&self, names: &[&'static str]) -> Collection {
+        let board = lock(&self.board);
+        let elapsed = self.started.elapsed();
+        Collection {
+            outcomes: names
+                .iter()
+                .zip(board.iter())
+                .map(|(name, posted)| {
+                    posted
+                        .clone()
+                        .unwrap_or_else(|| SourceOutcome::failed(name, elapsed))
+                })
+                .collect(),
+            sequence: self.sequence,
+        }
+    }
 }
 
 /// Runs collections; cheap to share behind an `Arc`.
 pub struct Scheduler {
     slots: Vec<SourceSlot>,
-    inflight: Mutex<Option<(u64, SharedCollection)>>,
+    collectors: Option<Collectors>,
+    inflight: Mutex<Option<Arc<Inflight>>>,
     sequence: AtomicU64,
     requests: AtomicU64,
     logged_errors: Mutex<HashSet<ErrorKey>>,
     logged_absent: Mutex<HashSet<&'static str>>,
-    guard: Option<Arc<GuardedFs>>,
 }
 
 impl std::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scheduler")
-            .field(
-                "sources",
-                &self
-                    .slots
-                    .iter()
-                    .map(|s| s.source.name())
-                    .collect::<Vec<_>>(),
-            )
+            .field("sources", &self.source_names())
             .finish_non_exhaustive()
     }
 }
 
 impl Scheduler {
     /// A scheduler over the enabled sources, in registry order.
-    pub fn new(sources: Vec<Box<dyn Source>>) -> Self {
+    pub fn new(mut collectors: Collectors) -> Self {
+        let sources = std::mem::take(&mut collectors.sources);
+        let mut scheduler = Self::from_sources(sources);
+        scheduler.collectors = Some(collectors);
+        scheduler
+    }
+
+    /// A scheduler over `sources` alone (no guarded file system to report on).
+    pub fn from_sources(sources: Vec<Box<dyn AnySource>>) -> Self {
         Scheduler {
             slots: sources
                 .into_iter()
                 .map(|source| SourceSlot {
                     source: Arc::from(source),
-                    running: Arc::new(AtomicU64::new(0)),
+                    running: Arc::new(AtomicBool::new(false)),
+                    late: Arc::new(AtomicBool::new(false)),
                     errors_total: AtomicU64::new(0),
                 })
                 .collect(),
+            collectors: None,
             inflight: Mutex::new(None),
             sequence: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             logged_errors: Mutex::new(HashSet::new()),
             logged_absent: Mutex::new(HashSet::new()),
-            guard: None,
         }
-    }
-
-    /// Reports the blocked devices and timeouts of `guard`, the file system the sources read
-    /// through.
-    pub fn with_guard(mut self, guard: Arc<GuardedFs>) -> Self {
-        self.guard = Some(guard);
-        self
     }
 
     /// The names of the enabled sources.
@@ -165,269 +156,203 @@ impl Scheduler {
                 .collect(),
             collections: self.sequence.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
-            blocked: self.guard.as_ref().map(|g| g.blocked()).unwrap_or_default(),
-            fs_timeouts: self.guard.as_ref().map_or(0, |g| g.timeouts_total()),
+            blocked: self
+                .collectors
+                .as_ref()
+                .map(Collectors::blocked)
+                .unwrap_or_default(),
+            fs_timeouts: self.collectors.as_ref().map_or(0, Collectors::fs_timeouts),
         }
     }
 
-    /// Returns a collection that started no earlier than this call, sharing one that is
-    /// already running. `timeout` bounds each source of a collection this call starts, and
-    /// how long this call waits for one it joins: a scrape with a short deadline that joins a
-    /// longer collection answers in time, with every source reported failed.
+    /// Answers one scrape whose sources may take `timeout`: joins the running collection
+    /// (bringing its deadline forward to this scrape's) or starts one, and returns at this
+    /// scrape's deadline at the latest with every source that has posted by then.
     pub async fn collect(self: &Arc<Self>, timeout: Duration) -> Arc<Collection> {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let names = self.source_names();
-        let mut started = false;
-        let shared = {
-            let mut inflight = self.inflight.lock().unwrap_or_else(|e| e.into_inner());
-            match inflight.as_ref() {
-                Some((_, shared)) => shared.clone(),
-                None => {
-                    started = true;
-                    let sequence = self.sequence.fetch_add(1, Ordering::Relaxed) + 1;
-                    let this = Arc::clone(self);
-                    let task = tokio::spawn(async move {
-                        let collection = Arc::new(this.run(sequence, timeout).await);
-                        let mut inflight = this.inflight.lock().unwrap_or_else(|e| e.into_inner());
-                        if inflight.as_ref().is_some_and(|(seq, _)| *seq == sequence) {
-                            *inflight = None;
-                        }
-                        collection
-                    });
-                    let names = self.source_names();
-                    let shared = async move {
-                        task.await.unwrap_or_else(|_| {
-                            // The collection task itself failed; report every source failed.
-                            Arc::new(Collection {
-                                outcomes: names
-                                    .into_iter()
-                                    .map(|name| SourceOutcome {
-                                        name,
-                                        success: false,
-                                        duration: Duration::ZERO,
-                                        data: None,
-                                        errors: 0,
-                                    })
-                                    .collect(),
-                                sequence,
-                            })
-                        })
-                    }
-                    .boxed()
-                    .shared();
-                    *inflight = Some((sequence, shared.clone()));
-                    shared
+        let deadline = Instant::now() + timeout;
+        let inflight = {
+            let mut current = lock(&self.inflight);
+            match current.as_ref() {
+                Some(running) if !running.done.load(Ordering::Acquire) => {
+                    running.deadline.lower(deadline);
+                    Arc::clone(running)
+                }
+                _ => {
+                    let started = self.start(deadline);
+                    *current = Some(Arc::clone(&started));
+                    started
                 }
             }
         };
-        // A collection this call started ends at its own deadline; allow it a moment to
-        // hand over what it has. One that was joined is waited for only as long as this
-        // scrape may wait.
-        let wait = if started {
-            timeout + JOIN_GRACE
-        } else {
-            timeout
-        };
-        match tokio::time::timeout(wait, shared).await {
-            Ok(collection) => collection,
-            Err(_) => Arc::new(Collection {
-                outcomes: names
-                    .into_iter()
-                    .map(|name| SourceOutcome {
-                        name,
-                        success: false,
-                        duration: timeout,
-                        data: None,
-                        errors: 0,
-                    })
-                    .collect(),
-                sequence: 0,
-            }),
+        let until = tokio::time::Instant::from_std(deadline + JOIN_GRACE);
+        loop {
+            let posted = inflight.posted.notified();
+            tokio::pin!(posted);
+            posted.as_mut().enable();
+            if inflight.done.load(Ordering::Acquire) {
+                break;
+            }
+            tokio::select! {
+                () = posted => {}
+                () = tokio::time::sleep_until(until) => break,
+            }
         }
+        Arc::new(inflight.view(&self.source_names()))
     }
 
-    async fn run(self: &Arc<Self>, sequence: u64, timeout: Duration) -> Collection {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let runs = (0..self.slots.len()).map(|i| self.run_source(i, deadline));
-        let outcomes = futures_util::future::join_all(runs).await;
-        Collection { outcomes, sequence }
+    /// Starts a collection with `deadline`: every source on a blocking thread, and a task that
+    /// closes the collection at its deadline.
+    fn start(self: &Arc<Self>, deadline: Instant) -> Arc<Inflight> {
+        let sequence = self.sequence.fetch_add(1, Ordering::Relaxed) + 1;
+        let inflight = Arc::new(Inflight {
+            sequence,
+            started: Instant::now(),
+            deadline: Arc::new(Deadline::new(deadline)),
+            board: Mutex::new(vec![None; self.slots.len()]),
+            done: AtomicBool::new(self.slots.is_empty()),
+            posted: tokio::sync::Notify::new(),
+        });
+        for index in 0..self.slots.len() {
+            self.start_source(index, &inflight);
+        }
+        let this = Arc::clone(self);
+        let closing = Arc::clone(&inflight);
+        tokio::spawn(async move { this.close_at_deadline(&closing).await });
+        inflight
     }
 
-    async fn run_source(
-        self: &Arc<Self>,
-        index: usize,
-        deadline: tokio::time::Instant,
-    ) -> SourceOutcome {
+    fn start_source(self: &Arc<Self>, index: usize, inflight: &Arc<Inflight>) {
         let slot = &self.slots[index];
         let name = slot.source.name();
-        let start = Instant::now();
-        let failed = |duration| SourceOutcome {
-            name,
-            success: false,
-            duration,
-            data: None,
-            errors: 0,
-        };
-        let remaining = deadline
-            .into_std()
-            .saturating_duration_since(Instant::now());
-        // Sources that wait on parts of the node separately return what they have a little
-        // before the scrape deadline, so the parts that did answer are still exported.
-        let source_deadline = Instant::now() + remaining.mul_f64(0.9);
-        let mut attempt = guard::next_attempt();
-        if slot
-            .running
-            .compare_exchange(0, attempt, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+        if slot.running.swap(true, Ordering::AcqRel) {
+            // Still inside an earlier collection that missed its deadline (logged then).
+            inflight.post(index, || SourceOutcome::failed(name, Duration::ZERO));
             slot.errors_total.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
+            tracing::debug!(
                 collector = name,
                 "Skipping collection: the previous one has not returned yet."
             );
-            return failed(Duration::ZERO);
+            return;
         }
-        let mut stalls = 0;
-        let finished = loop {
-            let mut handle = self.spawn_attempt(index, attempt, source_deadline);
-            // Watch the attempt: when a file-system read in it blocks past its wait, its device
-            // is marked blocked and the source starts again on a fresh thread without it.
-            let watch = loop {
-                tokio::select! {
-                    result = &mut handle => break Watch::Done(result),
-                    () = tokio::time::sleep_until(deadline) => break Watch::Deadline,
-                    () = tokio::time::sleep(STALL_CHECK) => {}
-                }
-                let Some(guard) = &self.guard else { continue };
-                if let Some(blocked) = guard.check_stalled(attempt) {
-                    stalls += 1;
-                    slot.errors_total.fetch_add(1, Ordering::Relaxed);
-                    self.log_blocked(name, &blocked);
-                    let next = guard::next_attempt();
-                    // The abandoned thread no longer owns the slot.
-                    let _ = slot.running.compare_exchange(
-                        attempt,
-                        next,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    );
-                    attempt = next;
-                    break Watch::Restart;
-                }
-            };
-            match watch {
-                Watch::Done(result) => break Some(result),
-                Watch::Deadline => break None,
-                Watch::Restart => continue,
+        let source = Arc::clone(&slot.source);
+        let running = Arc::clone(&slot.running);
+        let late = Arc::clone(&slot.late);
+        let deadline = Arc::clone(&inflight.deadline);
+        let started = Instant::now();
+        let task = tokio::task::spawn_blocking(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| source.collect(&deadline)));
+            if late.swap(false, Ordering::AcqRel) {
+                tracing::info!(
+                    collector = name,
+                    after_seconds = started.elapsed().as_secs_f64(),
+                    "A collector that missed its deadline returned; it runs again from the next collection."
+                );
             }
-        };
-        match finished {
-            Some(Ok(Ok(report))) => {
-                let duration = start.elapsed();
-                if let Some(reason) = &report.absent {
-                    self.log_absent(name, reason);
-                }
-                // Reads skipped because their device is blocked are not counted one by one:
-                // the read that blocked was, and the device shows in
-                // `railscope_sysfs_blocked_seconds` until it returns.
-                let mut errors = stalls;
-                for error in report
-                    .errors
-                    .iter()
-                    .filter(|e| e.kind != ErrorKind::Skipped)
-                {
-                    errors += 1;
-                    self.log_error(name, error);
-                }
-                slot.errors_total
-                    .fetch_add((errors - stalls) as u64, Ordering::Relaxed);
-                SourceOutcome {
-                    name,
-                    success: report.data.is_some(),
-                    duration,
-                    data: report.data,
-                    errors,
-                }
+            running.store(false, Ordering::Release);
+            result
+        });
+        let this = Arc::clone(self);
+        let inflight = Arc::clone(inflight);
+        tokio::spawn(async move {
+            let result = task.await;
+            inflight.post(index, || this.outcome(index, result, started.elapsed()));
+        });
+    }
+
+    /// At the collection's deadline (which may come forward while it waits), every source
+    /// that has not posted is reported failed, and the collection is over.
+    async fn close_at_deadline(&self, inflight: &Arc<Inflight>) {
+        loop {
+            let posted = inflight.posted.notified();
+            tokio::pin!(posted);
+            posted.as_mut().enable();
+            if inflight.done.load(Ordering::Acquire) {
+                break;
             }
-            Some(Ok(Err(_)) | Err(_)) => {
+            let until = inflight.deadline.at() + JOIN_GRACE;
+            if Instant::now() >= until {
+                for (index, slot) in self.slots.iter().enumerate() {
+                    let name = slot.source.name();
+                    let elapsed = inflight.started.elapsed();
+                    if inflight.post(index, || SourceOutcome::failed(name, elapsed)) {
+                        slot.errors_total.fetch_add(1, Ordering::Relaxed);
+                        slot.late.store(true, Ordering::Release);
+                        tracing::warn!(
+                            collector = name,
+                            timeout_seconds = elapsed.as_secs_f64(),
+                            "Collector missed the scrape deadline; its series are missing until it returns."
+                        );
+                    }
+                }
+                break;
+            }
+            // Look again at least every 10 ms: a joining scrape may bring the deadline forward.
+            let wake = until.min(Instant::now() + Duration::from_millis(10));
+            tokio::select! {
+                () = posted => {}
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+            }
+        }
+        let mut current = lock(&self.inflight);
+        if current
+            .as_ref()
+            .is_some_and(|c| c.sequence == inflight.sequence)
+        {
+            *current = None;
+        }
+    }
+
+    /// Counts and logs what source `index` returned.
+    fn outcome(
+        &self,
+        index: usize,
+        result: Result<std::thread::Result<SourceReport>, tokio::task::JoinError>,
+        duration: Duration,
+    ) -> SourceOutcome {
+        let slot = &self.slots[index];
+        let name = slot.source.name();
+        let report = match result {
+            Ok(Ok(report)) => report,
+            Ok(Err(_)) | Err(_) => {
                 slot.errors_total.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(
                     collector = name,
                     "Collector panicked; its series are missing from this scrape."
                 );
-                failed(start.elapsed())
+                return SourceOutcome::failed(name, duration);
             }
-            None => {
-                slot.errors_total.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
-                    collector = name,
-                    timeout_seconds = start.elapsed().as_secs_f64(),
-                    "Collector missed the scrape deadline; its series are missing from this scrape."
-                );
-                failed(start.elapsed())
+        };
+        if let Some(reason) = &report.absent {
+            self.log_absent(name, reason);
+        }
+        // Reads skipped because their device is blocked are not counted one by one: the read
+        // that blocked was, and the device shows in `railscope_sysfs_blocked_seconds` until it
+        // returns. Timeouts were logged when they happened.
+        let mut errors = 0;
+        for error in report
+            .errors
+            .iter()
+            .filter(|e| e.kind != ErrorKind::Skipped)
+        {
+            errors += 1;
+            if error.kind != ErrorKind::Timeout {
+                self.log_error(name, error);
             }
         }
-    }
-
-    fn spawn_attempt(
-        &self,
-        index: usize,
-        attempt: u64,
-        source_deadline: Instant,
-    ) -> tokio::task::JoinHandle<std::thread::Result<SourceReport>> {
-        let slot = &self.slots[index];
-        let source = Arc::clone(&slot.source);
-        let running = Arc::clone(&slot.running);
-        let fs_guard = self.guard.clone();
-        tokio::task::spawn_blocking(move || {
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                guard::with_attempt(attempt, source_deadline, || {
-                    source.collect_until(source_deadline)
-                })
-            }));
-            if let Some(fs_guard) = &fs_guard {
-                fs_guard.finish_attempt(attempt);
-            }
-            let _ = running.compare_exchange(attempt, 0, Ordering::AcqRel, Ordering::Acquire);
-            result
-        })
-    }
-
-    fn log_blocked(&self, name: &'static str, blocked: &BlockedDevice) {
-        let key = (
-            name.to_owned(),
-            blocked.device.clone(),
-            ErrorKind::Timeout.as_str(),
-            None,
-        );
-        let first = {
-            let mut logged = self.logged_errors.lock().unwrap_or_else(|e| e.into_inner());
-            logged.len() < LOGGED_ERRORS_CAP && logged.insert(key)
-        };
-        let path = blocked.path.display().to_string();
-        let waited = blocked.blocked_for.as_secs_f64();
-        let message = "A read blocked in the kernel past its deadline; the device is skipped until the read returns.";
-        if first {
-            tracing::warn!(
-                collector = name,
-                device = blocked.device,
-                path,
-                waited_seconds = waited,
-                "{message}"
-            );
-        } else {
-            tracing::debug!(
-                collector = name,
-                device = blocked.device,
-                path,
-                waited_seconds = waited,
-                "{message}"
-            );
+        slot.errors_total
+            .fetch_add(errors as u64, Ordering::Relaxed);
+        SourceOutcome {
+            name,
+            success: report.data.is_some(),
+            duration,
+            data: report.data,
+            errors,
         }
     }
 
     fn log_absent(&self, name: &'static str, reason: &str) {
-        let mut logged = self.logged_absent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut logged = lock(&self.logged_absent);
         if logged.insert(name) {
             tracing::info!(
                 collector = name,
@@ -445,7 +370,7 @@ impl Scheduler {
             error.errno,
         );
         let first = {
-            let mut logged = self.logged_errors.lock().unwrap_or_else(|e| e.into_inner());
+            let mut logged = lock(&self.logged_errors);
             logged.len() < LOGGED_ERRORS_CAP && logged.insert(key)
         };
         let errno = error.errno_name().unwrap_or_default();
@@ -457,6 +382,10 @@ impl Scheduler {
             tracing::debug!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The per-source deadline of a scrape: the scraper's timeout less `offset` (half the
@@ -480,10 +409,29 @@ pub fn scrape_timeout(header: Option<&str>, offset: Duration, max: Duration) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railscope_collectors::fs::DirEntry;
-    use railscope_collectors::{Fs, Roots};
-    use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use railscope_collectors::SourceData;
+    use railscope_collectors::run::{Run, Work};
+    use railscope_collectors::sources::infiniband::{Device, Snapshot};
+    use std::sync::atomic::AtomicUsize;
+
+    fn devices(names: &[&str]) -> SourceData {
+        SourceData::Infiniband(Snapshot {
+            devices: names
+                .iter()
+                .map(|n| Device {
+                    name: (*n).to_owned(),
+                    ..Device::default()
+                })
+                .collect(),
+        })
+    }
+
+    fn names(outcome: &SourceOutcome) -> Vec<String> {
+        match &outcome.data {
+            Some(SourceData::Infiniband(s)) => s.devices.iter().map(|d| d.name.clone()).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[derive(Debug)]
     struct Slow {
@@ -491,15 +439,15 @@ mod tests {
         sleep: Duration,
     }
 
-    impl Source for Slow {
+    impl AnySource for Slow {
         fn name(&self) -> &'static str {
             "slow"
         }
-        fn collect(&self) -> SourceReport {
+        fn collect(&self, _: &Deadline) -> SourceReport {
             self.calls.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(self.sleep);
             SourceReport {
-                data: Some(SourceData::Infiniband(Default::default())),
+                data: Some(devices(&["slow"])),
                 errors: Vec::new(),
                 absent: None,
             }
@@ -509,22 +457,62 @@ mod tests {
     #[derive(Debug)]
     struct Panics;
 
-    impl Source for Panics {
+    impl AnySource for Panics {
         fn name(&self) -> &'static str {
             "panics"
         }
-        fn collect(&self) -> SourceReport {
+        fn collect(&self, _: &Deadline) -> SourceReport {
             panic!("a source bug")
         }
+    }
+
+    /// Reads three devices through `Run::each`; `hang` blocks for `hang_for`.
+    #[derive(Debug)]
+    struct ThreeDevices {
+        work: Work,
+        hang_for: Duration,
+        entered: Arc<AtomicUsize>,
+    }
+
+    impl AnySource for ThreeDevices {
+        fn name(&self) -> &'static str {
+            "three"
+        }
+        fn collect(&self, deadline: &Deadline) -> SourceReport {
+            let run = Run::new(deadline, &self.work);
+            let (hang_for, entered) = (self.hang_for, Arc::clone(&self.entered));
+            let units = run.each(
+                ["first", "hang", "last"].map(String::from).to_vec(),
+                1,
+                move |key| {
+                    if key == "hang" {
+                        entered.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(hang_for);
+                    }
+                    key.to_owned()
+                },
+            );
+            let read: Vec<String> = units.into_iter().filter_map(|(_, u)| u.done()).collect();
+            let read: Vec<&str> = read.iter().map(String::as_str).collect();
+            SourceReport {
+                data: Some(devices(&read)),
+                errors: run.into_errors(),
+                absent: None,
+            }
+        }
+    }
+
+    fn scheduler(sources: Vec<Box<dyn AnySource>>) -> Arc<Scheduler> {
+        Arc::new(Scheduler::from_sources(sources))
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_scrapes_share_one_collection() {
         let calls = Arc::new(AtomicUsize::new(0));
-        let scheduler = Arc::new(Scheduler::new(vec![Box::new(Slow {
+        let scheduler = scheduler(vec![Box::new(Slow {
             calls: calls.clone(),
             sleep: Duration::from_millis(200),
-        })]));
+        })]);
         let scrapes = (0..20).map(|_| {
             let s = Arc::clone(&scheduler);
             tokio::spawn(async move { s.collect(Duration::from_secs(5)).await.sequence })
@@ -545,19 +533,15 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_hung_source_misses_the_deadline_and_is_not_restarted_while_stuck() {
         let calls = Arc::new(AtomicUsize::new(0));
-        let scheduler = Arc::new(Scheduler::new(vec![
+        let scheduler = scheduler(vec![
             Box::new(Slow {
                 calls: calls.clone(),
                 sleep: Duration::from_millis(1500),
             }),
             Box::new(Panics),
-        ]));
+        ]);
         let start = Instant::now();
         let first = scheduler.collect(Duration::from_millis(200)).await;
-        assert!(
-            first.sequence > 0,
-            "the collection itself ends at its deadline, not the wait"
-        );
         assert!(
             start.elapsed() < Duration::from_millis(1200),
             "the scrape waited for the hung source"
@@ -567,7 +551,10 @@ mod tests {
             !first.outcomes[1].success,
             "a panicking source is reported failed"
         );
+        // Let the first collection close, then scrape again while the source is stuck.
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let second = scheduler.collect(Duration::from_millis(200)).await;
+        assert!(second.sequence > first.sequence);
         assert!(!second.outcomes[0].success);
         assert_eq!(
             calls.load(Ordering::SeqCst),
@@ -581,149 +568,52 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 
-    /// Files under `/s/class/net/<name>/value`; reads under `stuck` block while `hold` is set.
-    #[derive(Debug)]
-    struct Wedged {
-        hold: Arc<AtomicBool>,
-        entered: AtomicUsize,
-    }
-
-    impl Fs for Wedged {
-        fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-            if path.starts_with("/s/class/net/stuck") {
-                self.entered.fetch_add(1, Ordering::SeqCst);
-                while self.hold.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-            Ok(b"1\n".to_vec())
-        }
-        fn read_dir(&self, _: &Path) -> std::io::Result<Vec<DirEntry>> {
-            Ok(Vec::new())
-        }
-        fn read_link(&self, p: &Path) -> std::io::Result<PathBuf> {
-            Ok(p.to_path_buf())
-        }
-        fn exists(&self, _: &Path) -> bool {
-            true
-        }
-        fn canonicalize(&self, p: &Path) -> std::io::Result<PathBuf> {
-            Ok(p.to_path_buf())
-        }
-    }
-
-    /// Reads `value` of three netdevs and reports the ones it read as devices.
-    #[derive(Debug)]
-    struct ThreeDevices {
-        fs: Arc<GuardedFs>,
-        read: Arc<Mutex<Vec<Vec<String>>>>,
-    }
-
-    impl Source for ThreeDevices {
-        fn name(&self) -> &'static str {
-            "three"
-        }
-        fn collect(&self) -> SourceReport {
-            let mut ok = Vec::new();
-            let mut errors = Vec::new();
-            for name in ["first", "stuck", "last"] {
-                let path = PathBuf::from(format!("/s/class/net/{name}/value"));
-                match self.fs.read(&path) {
-                    Ok(_) => ok.push(name.to_owned()),
-                    Err(err) => errors.push(CollectError::io(Some(name), &path, &err)),
-                }
-            }
-            self.read.lock().unwrap().push(ok);
-            SourceReport {
-                data: Some(SourceData::Infiniband(Default::default())),
-                errors,
-                absent: None,
-            }
-        }
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_blocked_read_costs_its_device_not_the_source() {
-        let hold = Arc::new(AtomicBool::new(true));
-        let wedged = Arc::new(Wedged {
-            hold: hold.clone(),
-            entered: AtomicUsize::new(0),
-        });
-        let fs = Arc::new(GuardedFs::new(
-            wedged.clone(),
-            Roots {
-                sysfs: PathBuf::from("/s"),
-                procfs: PathBuf::from("/p"),
-            },
-        ));
-        let read = Arc::new(Mutex::new(Vec::new()));
-        let scheduler = Arc::new(
-            Scheduler::new(vec![Box::new(ThreeDevices {
-                fs: fs.clone(),
-                read: read.clone(),
-            })])
-            .with_guard(fs.clone()),
-        );
-        for round in 0..5 {
-            let start = Instant::now();
-            let collection = scheduler.collect(Duration::from_millis(400)).await;
-            assert!(
-                start.elapsed() < Duration::from_millis(650),
-                "round {round}"
-            );
-            assert!(collection.outcomes[0].success, "round {round}");
-            let last = read.lock().unwrap().last().cloned().unwrap();
-            assert_eq!(last, ["first", "last"], "round {round}");
-        }
-        assert_eq!(
-            wedged.entered.load(Ordering::SeqCst),
-            1,
-            "the blocked device is not read again while its read is blocked"
-        );
-        let totals = scheduler.totals();
-        assert_eq!(
-            totals.errors,
-            vec![("three", 1)],
-            "one error: the blocked read"
-        );
-        assert_eq!(totals.fs_timeouts, 1);
-        assert_eq!(totals.blocked.len(), 1);
-        assert_eq!(totals.blocked[0].device, "class/net/stuck");
-
-        hold.store(false, Ordering::SeqCst);
-        let until = Instant::now() + Duration::from_secs(5);
-        while !fs.blocked().is_empty() || fs.abandoned() > 0 {
-            assert!(Instant::now() < until, "the blocked read never finished");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let collection = scheduler.collect(Duration::from_millis(400)).await;
-        assert!(collection.outcomes[0].success);
-        assert_eq!(
-            read.lock().unwrap().last().cloned().unwrap(),
-            ["first", "stuck", "last"],
-            "the device is back once its read returned"
-        );
-        assert_eq!(scheduler.totals().errors, vec![("three", 1)]);
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_short_scrape_joining_a_long_collection_answers_in_time() {
+    async fn a_short_scrape_joining_a_long_collection_gets_every_device_ready_in_time() {
         let calls = Arc::new(AtomicUsize::new(0));
-        let scheduler = Arc::new(Scheduler::new(vec![Box::new(Slow {
-            calls: calls.clone(),
-            sleep: Duration::from_millis(800),
-        })]));
+        let entered = Arc::new(AtomicUsize::new(0));
+        let scheduler = scheduler(vec![
+            Box::new(Slow {
+                calls: calls.clone(),
+                sleep: Duration::from_millis(20),
+            }),
+            Box::new(ThreeDevices {
+                work: Work::new("three", None),
+                hang_for: Duration::from_millis(2500),
+                entered: entered.clone(),
+            }),
+        ]);
+        // A start-up collection with a long deadline ...
         let long = {
             let s = Arc::clone(&scheduler);
-            tokio::spawn(async move { s.collect(Duration::from_secs(5)).await })
+            tokio::spawn(async move { s.collect(Duration::from_secs(10)).await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
+        // ... joined by a scrape with a short one.
         let start = Instant::now();
-        let short = scheduler.collect(Duration::from_millis(200)).await;
-        assert!(start.elapsed() < Duration::from_millis(600));
-        assert!(!short.outcomes[0].success);
-        assert!(long.await.unwrap().outcomes[0].success);
+        let short = scheduler.collect(Duration::from_millis(400)).await;
+        let took = start.elapsed();
+        assert!(took < Duration::from_millis(700), "{took:?}");
+        assert_eq!(short.sequence, 1, "it joined the running collection");
+        assert!(short.outcomes.iter().all(|o| o.success), "{short:?}");
+        assert_eq!(names(&short.outcomes[0]), ["slow"]);
+        assert_eq!(
+            names(&short.outcomes[1]),
+            ["first", "last"],
+            "every device but the stuck one"
+        );
+        assert_eq!(short.outcomes[1].errors, 1, "the stuck device's timeout");
+        let long = long.await.unwrap();
+        assert_eq!(long.sequence, 1);
+        assert_eq!(names(&long.outcomes[1]), ["first", "last"]);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // While the stuck device's read runs, later collections skip it at once.
+        let start = Instant::now();
+        let next = scheduler.collect(Duration::from_secs(5)).await;
+        assert!(start.elapsed() < Duration::from_millis(1000));
+        assert_eq!(names(&next.outcomes[1]), ["first", "last"]);
+        assert_eq!(next.outcomes[1].errors, 0, "counted once");
+        assert_eq!(entered.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -2,16 +2,14 @@
 //!
 //! A sysfs read can block in the kernel for as long as the driver behind it is stuck (a
 //! firmware command that never completes, a device in error recovery). The thread that made
-//! the read cannot be interrupted. [`GuardedFs`] lets the agent give that thread up instead:
+//! the read cannot be interrupted. [`GuardedFs`] lets the collection give that thread up:
 //!
-//! * The agent runs each source's collection as an *attempt* ([`with_attempt`]) on its own
-//!   thread. Operations run inline on that thread; each records what it is doing.
-//! * While the attempt runs, the agent asks [`GuardedFs::check_stalled`] whether its current
-//!   operation has run past its wait (half the time that was left until the deadline when it
-//!   started, at least [`MIN_WAIT`]). If so, the *device* the operation belongs to
+//! * Every unit of per-device work ([`crate::run`]) runs as an *attempt* on a worker thread.
+//!   File-system operations run inline on that thread; each records what it is doing.
+//! * When the runner finds a unit past its wait, it *fences* the unit's attempt
+//!   ([`GuardedFs::fence`]): the device its current operation belongs to
 //!   (`class/infiniband/mlx5_0`, `bus/pci/devices/0000:17:00.0`, a PCI function under
-//!   `devices/`) is marked blocked, the attempt is abandoned, and the agent starts the source
-//!   again on a fresh thread.
+//!   `devices/`) is marked blocked and the attempt is abandoned.
 //! * Every read of a file under a blocked device fails at once with
 //!   [`io::ErrorKind::ResourceBusy`] until the blocked operation returns; so does every further
 //!   operation of an abandoned attempt, which lets its thread end as soon as the kernel lets go.
@@ -20,9 +18,9 @@
 //!   and the rail of a blocked NIC stay known. If one of those blocks all the same (another
 //!   file system), every operation under the device is refused until it returns.
 //!
-//! So the rest of the node is still read and exported in the same scrape, a blocked device
-//! holds exactly one thread however many scrapes come, the number of blocked devices is capped
-//! ([`MAX_BLOCKED`]), and the device comes back by itself in the first collection after its
+//! So a blocked device holds exactly one thread however many scrapes come, the number of
+//! blocked devices is capped ([`MAX_BLOCKED`]), `railscope_sysfs_blocked_seconds` names the
+//! path that blocked, and the device comes back by itself in the first collection after its
 //! read returns. Reads that do not block cost two uncontended lock operations.
 
 use std::cell::Cell;
@@ -35,8 +33,6 @@ use std::time::{Duration, Instant};
 
 use crate::fs::{DirEntry, Fs, Roots};
 
-/// The shortest wait for one operation, even when the deadline has passed.
-pub const MIN_WAIT: Duration = Duration::from_millis(50);
 /// The most devices that may be blocked at once. Past this, operations on devices that are not
 /// yet blocked fail at once too, so blocked threads stay bounded.
 pub const MAX_BLOCKED: usize = 32;
@@ -44,24 +40,24 @@ pub const MAX_BLOCKED: usize = 32;
 static NEXT_ATTEMPT: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    static ATTEMPT: Cell<Option<(u64, Instant)>> = const { Cell::new(None) };
+    static ATTEMPT: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
-/// A fresh attempt id, for [`with_attempt`] and [`GuardedFs::check_stalled`].
-pub fn next_attempt() -> u64 {
+/// A fresh attempt id, for [`with_attempt`] and [`GuardedFs::fence`].
+pub(crate) fn next_attempt() -> u64 {
     NEXT_ATTEMPT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Runs `f` as attempt `id` with `deadline`: [`GuardedFs`] operations it makes on this thread
-/// are watched by [`GuardedFs::check_stalled`].
-pub fn with_attempt<R>(id: u64, deadline: Instant, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<(u64, Instant)>);
+/// Runs `f` as attempt `id`: the [`GuardedFs`] operations it makes on this thread can be
+/// fenced off by [`GuardedFs::fence`].
+pub(crate) fn with_attempt<R>(id: u64, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<u64>);
     impl Drop for Restore {
         fn drop(&mut self) {
             ATTEMPT.with(|a| a.set(self.0));
         }
     }
-    let _restore = Restore(ATTEMPT.with(|a| a.replace(Some((id, deadline)))));
+    let _restore = Restore(ATTEMPT.with(|a| a.replace(Some(id))));
     f()
 }
 
@@ -146,7 +142,6 @@ struct Op {
     device: PathBuf,
     path: PathBuf,
     started: Instant,
-    deadline: Instant,
     /// Whether it reads a file (rather than listing, resolving or testing a path).
     read: bool,
 }
@@ -226,17 +221,14 @@ impl GuardedFs {
         lock(&self.state).abandoned.len()
     }
 
-    /// Whether attempt `id`'s current operation has run past its wait. If it has, its device
-    /// is marked blocked, the attempt is abandoned (its further operations fail at once), and
-    /// the blocked device is returned: the caller should start the collection again.
-    pub fn check_stalled(&self, id: u64) -> Option<BlockedDevice> {
+    /// Gives attempt `id` up: its further operations fail at once. If it is inside an
+    /// operation now, that operation's device is marked blocked (its reads fail at once until
+    /// the operation returns), the timeout is counted, and the blocked device is returned.
+    pub(crate) fn fence(&self, id: u64) -> Option<BlockedDevice> {
         let now = Instant::now();
         let mut state = lock(&self.state);
+        state.abandoned.insert(id);
         let op = state.ops.get(&id)?;
-        let wait = (op.deadline.saturating_duration_since(op.started) / 2).max(MIN_WAIT);
-        if now.saturating_duration_since(op.started) < wait {
-            return None;
-        }
         let (op_id, device, path, started, read) = (
             op.id,
             op.device.clone(),
@@ -244,7 +236,6 @@ impl GuardedFs {
             op.started,
             op.read,
         );
-        state.abandoned.insert(id);
         let key = (device.clone(), read);
         if state.blocked.len() < MAX_BLOCKED || state.blocked.contains_key(&key) {
             state.blocked.entry(key).or_insert(Entry {
@@ -263,7 +254,7 @@ impl GuardedFs {
     }
 
     /// Forgets attempt `id` once its thread has returned.
-    pub fn finish_attempt(&self, id: u64) {
+    pub(crate) fn finish_attempt(&self, id: u64) {
         let mut state = lock(&self.state);
         state.abandoned.remove(&id);
         state.ops.remove(&id);
@@ -294,7 +285,7 @@ impl GuardedFs {
         let op_id = self.next_op.fetch_add(1, Ordering::Relaxed);
         {
             let mut state = lock(&self.state);
-            if let Some((id, _)) = attempt
+            if let Some(id) = attempt
                 && state.abandoned.contains(&id)
             {
                 return Err(skip(Blocked::Abandoned));
@@ -312,7 +303,7 @@ impl GuardedFs {
             if state.blocked.len() >= MAX_BLOCKED {
                 return Err(skip(Blocked::TooManyBlocked));
             }
-            if let Some((id, deadline)) = attempt {
+            if let Some(id) = attempt {
                 state.ops.insert(
                     id,
                     Op {
@@ -320,7 +311,6 @@ impl GuardedFs {
                         device: device.clone(),
                         path: path.to_path_buf(),
                         started: Instant::now(),
-                        deadline,
                         read,
                     },
                 );
@@ -328,7 +318,7 @@ impl GuardedFs {
         }
         let result = op(self.inner.as_ref(), path);
         let mut state = lock(&self.state);
-        if let Some((id, _)) = attempt
+        if let Some(id) = attempt
             && state.ops.get(&id).is_some_and(|op| op.id == op_id)
         {
             state.ops.remove(&id);
@@ -337,7 +327,7 @@ impl GuardedFs {
         if state.blocked.get(&key).is_some_and(|e| e.op == op_id) {
             state.blocked.remove(&key);
         }
-        let abandoned = attempt.is_some_and(|(id, _)| state.abandoned.contains(&id));
+        let abandoned = attempt.is_some_and(|id| state.abandoned.contains(&id));
         drop(state);
         if abandoned {
             // Too late: the agent has moved on without this answer.
@@ -530,43 +520,48 @@ mod tests {
         assert_eq!(key("/elsewhere/file"), "/elsewhere");
     }
 
-    /// Starts attempt `id` reading `path` on its own thread and waits until the watchdog
-    /// finds it stalled.
+    /// Starts attempt `id` reading `path` on its own thread, waits until the read is inside
+    /// the file system, and fences the attempt.
     fn stall(
         fs: &Arc<GuardedFs>,
+        gate: &Gate,
         path: &str,
-        deadline: Instant,
     ) -> (std::thread::JoinHandle<io::Result<Vec<u8>>>, BlockedDevice) {
         let id = next_attempt();
+        let before = gate.entered.load(Ordering::SeqCst);
         let thread = {
             let fs = Arc::clone(fs);
             let path = PathBuf::from(path);
-            std::thread::spawn(move || with_attempt(id, deadline, || fs.read(&path)))
+            std::thread::spawn(move || with_attempt(id, || fs.read(&path)))
         };
         let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(blocked) = fs.check_stalled(id) {
-                return (thread, blocked);
-            }
-            assert!(Instant::now() < until, "never stalled");
-            std::thread::sleep(Duration::from_millis(5));
+        while gate.entered.load(Ordering::SeqCst) == before {
+            assert!(Instant::now() < until, "never entered");
+            std::thread::sleep(Duration::from_millis(2));
         }
+        // The gate counts the read before the guard records it as current: wait for both.
+        loop {
+            if lock(&fs.state).ops.contains_key(&id) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let blocked = fs.fence(id).expect("inside a read");
+        (thread, blocked)
     }
 
     #[test]
     fn a_blocked_read_skips_its_device_until_it_returns() {
         let gate = Arc::new(Gate::default());
         let fs = Arc::new(GuardedFs::new(gate.clone(), roots()));
-        let start = Instant::now();
-        let deadline = start + Duration::from_millis(400);
-        let (thread, blocked) = stall(&fs, "/s/class/infiniband/mlx5_1/ports/1/blocking", deadline);
+        let (thread, blocked) = stall(&fs, &gate, "/s/class/infiniband/mlx5_1/ports/1/blocking");
         assert_eq!(blocked.device, "class/infiniband/mlx5_1");
-        assert!(
-            start.elapsed() >= Duration::from_millis(150),
-            "stalled after half the time to the deadline, not before"
+        assert_eq!(
+            blocked.path,
+            Path::new("/s/class/infiniband/mlx5_1/ports/1/blocking")
         );
         // A fresh attempt skips the blocked device without trying and reads every other one.
-        with_attempt(next_attempt(), deadline, || {
+        with_attempt(next_attempt(), || {
             let err = fs
                 .read(Path::new("/s/class/infiniband/mlx5_1/ports/1/blocking"))
                 .unwrap_err();
@@ -599,7 +594,7 @@ mod tests {
         let late = thread.join().unwrap().unwrap_err();
         assert!(is_timed_out(&late), "{late}");
         assert!(fs.blocked().is_empty(), "the device is back");
-        with_attempt(next_attempt(), deadline, || {
+        with_attempt(next_attempt(), || {
             assert_eq!(
                 fs.read(Path::new("/s/class/infiniband/mlx5_1/ports/1/blocking"))
                     .unwrap(),
@@ -616,17 +611,16 @@ mod tests {
         let thread = {
             let fs = Arc::clone(&fs);
             std::thread::spawn(move || {
-                with_attempt(id, Instant::now(), || {
-                    fs.read_dir(Path::new("/s/class/net/eth0/blocking"))
-                })
+                with_attempt(id, || fs.read_dir(Path::new("/s/class/net/eth0/blocking")))
             })
         };
         let until = Instant::now() + Duration::from_secs(10);
-        while fs.check_stalled(id).is_none() {
-            assert!(Instant::now() < until, "never stalled");
-            std::thread::sleep(Duration::from_millis(5));
+        while !lock(&fs.state).ops.contains_key(&id) {
+            assert!(Instant::now() < until, "never entered");
+            std::thread::sleep(Duration::from_millis(2));
         }
-        with_attempt(next_attempt(), Instant::now(), || {
+        assert!(fs.fence(id).is_some());
+        with_attempt(next_attempt(), || {
             for err in [
                 fs.read_dir(Path::new("/s/class/net/eth0/queues"))
                     .unwrap_err(),
@@ -645,11 +639,25 @@ mod tests {
     }
 
     #[test]
+    fn fencing_an_attempt_outside_any_operation_blocks_no_device() {
+        let fs = GuardedFs::new(Arc::new(Gate::default()), roots());
+        let id = next_attempt();
+        assert!(fs.fence(id).is_none());
+        assert!(fs.blocked().is_empty());
+        assert_eq!(fs.timeouts_total(), 0);
+        with_attempt(id, || {
+            assert!(is_skipped(
+                &fs.read(Path::new("/s/class/net/eth0/mtu")).unwrap_err()
+            ));
+        });
+    }
+
+    #[test]
     fn an_abandoned_attempt_reads_nothing_more() {
         let fs = GuardedFs::new(Arc::new(Gate::default()), roots());
         let id = next_attempt();
         lock(&fs.state).abandoned.insert(id);
-        with_attempt(id, Instant::now(), || {
+        with_attempt(id, || {
             let err = fs.read(Path::new("/s/class/net/eth0/mtu")).unwrap_err();
             assert!(is_skipped(&err), "{err}");
         });
@@ -670,7 +678,7 @@ mod tests {
             },
         );
         assert_eq!(fs.read(&file).unwrap(), b"1\n");
-        with_attempt(next_attempt(), Instant::now(), || {
+        with_attempt(next_attempt(), || {
             assert_eq!(fs.read(&file).unwrap(), b"1\n");
             let err = fs.read(&dir.path().join("missing")).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::NotFound);
@@ -689,15 +697,11 @@ mod tests {
         let fs = Arc::new(GuardedFs::new(gate.clone(), roots()));
         let mut threads = Vec::new();
         for i in 0..MAX_BLOCKED {
-            let (thread, _) = stall(
-                &fs,
-                &format!("/s/class/net/eth{i}/blocking"),
-                Instant::now(),
-            );
+            let (thread, _) = stall(&fs, &gate, &format!("/s/class/net/eth{i}/blocking"));
             threads.push(thread);
         }
         assert_eq!(fs.blocked().len(), MAX_BLOCKED);
-        with_attempt(next_attempt(), Instant::now(), || {
+        with_attempt(next_attempt(), || {
             let err = fs.read(Path::new("/s/class/net/other/mtu")).unwrap_err();
             assert!(is_skipped(&err), "{err}");
         });

@@ -1,18 +1,40 @@
 //! `railscope-collectors`: everything railscope reads from the node.
 //!
-//! Each *source* is one module that reads one kernel or library interface and returns plain,
-//! typed data: a [`SourceReport`] holding a [`SourceData`] snapshot and the [`CollectError`]s met
-//! on the way. Sources know nothing about HTTP or Prometheus; the `railscope` agent crate maps
+//! Each *source* is one folder under [`sources`] that reads one kernel or library interface and
+//! returns plain, typed data: a [`Report`] holding its snapshot and the [`CollectError`]s met on
+//! the way. Sources know nothing about HTTP or Prometheus; the `railscope` agent crate maps
 //! their snapshots to metric families.
 //!
-//! Principal types:
-//! * [`SOURCES`]: the ordered registry of sources. It drives the agent's `--collector.<name>`
-//!   flags, their help text and the config file's `collectors:` keys.
-//! * [`Source`]: the trait every source implements; `collect` is blocking and runs off the
-//!   async runtime under a deadline chosen by the agent.
-//! * [`fs::Fs`]: the file-system seam. Every path is resolved under an injectable root
-//!   ([`Roots`]), so the whole agent runs against a fixture tree, and tests can inject errnos.
-//! * [`infiniband`]: the InfiniBand/RoCE port source over `/sys/class/infiniband`.
+//! Principal types, from the top down:
+//! * [`registry`]: the ordered list of sources ([`SOURCES`], [`SourceData`]) and
+//!   [`Collectors`], the enabled sources built over one guarded file system. It drives the
+//!   agent's `--collector.<name>` flags, their help text and the config file's `collectors:`
+//!   keys.
+//! * [`Source`] ([`source`]): the trait every source implements; `collect` is blocking and runs
+//!   off the async runtime.
+//! * [`run`]: the one timeout model. The agent hands down a [`Deadline`] (the earliest among
+//!   the scrapes waiting); a source runs its per-device work with [`Run::each`], and a device
+//!   that does not answer in time costs only its own series.
+//! * Shared ground every source may use, and no source owns: [`fs`] (the file-system seam under
+//!   injectable [`Roots`]), [`guard`] (blocked reads fenced per device), [`error`],
+//!   [`pcie`] (PCI discovery), [`netdevs`] (which netdevs to read).
+//!
+//! # Adding a source
+//!
+//! 1. A folder `sources/<name>/` with `mod.rs` (a struct implementing [`Source`]: its
+//!    [`Spec`] with name, help and options, `build` from the option values, `collect`),
+//!    `types.rs` (the snapshot: plain data, `Option` for what the kernel may omit), and its
+//!    reading and pure parsing in modules of their own. Per-device work goes through
+//!    [`Run::each`], so a stuck device costs only itself. Read files through the `Fs` handed
+//!    to `build`, never `std::fs`.
+//! 2. One line in the `registry!` call in `registry.rs`: `Name => name::NameSource`, and
+//!    `pub mod <name>;` in `sources/mod.rs`.
+//! 3. One mapping file in the agent (`agent/src/mapping/<name>.rs`) turning the snapshot into
+//!    metric families; the compiler then points at the one `match` on [`SourceData`] that
+//!    lacks the new variant (`agent/src/mapping/mod.rs`).
+//!
+//! The flags (`--collector.<name>`, `--collector.<name>.<option>`), the config file keys, the
+//! landing page and the `collector` label of the self metrics follow from the registry line.
 
 pub mod error;
 pub mod fs;
@@ -21,13 +43,14 @@ pub mod netdevs;
 pub mod pcie;
 #[cfg(test)]
 mod proptests;
+pub mod registry;
+pub mod run;
 pub mod source;
 pub mod sources;
 
 pub use error::{CollectError, ErrorKind};
 pub use fs::{Fault, FaultFs, Fs, RealFs, Roots};
 pub use guard::GuardedFs;
-pub use source::{
-    OptionSpec, OptionValues, SOURCES, Source, SourceBuildError, SourceData, SourceReport,
-    SourceSpec,
-};
+pub use registry::{AnySource, Collectors, SOURCES, SourceData, SourceReport, SourceSpec};
+pub use run::{Deadline, Run, Unit};
+pub use source::{OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec};

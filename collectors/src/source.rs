@@ -1,42 +1,18 @@
-//! The source trait and the registry of sources.
-//!
-//! Adding a source is one module plus one entry in [`SOURCES`]; that entry creates the agent's
-//! `--collector.<name>` / `--no-collector.<name>` flags, its `--collector.<name>.<option>` flags
-//! and the config file keys under `collectors.<name>`.
+//! The source trait, its report and its options. Nothing here knows any particular source:
+//! the list of sources is [`crate::registry`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::CollectError;
 use crate::fs::{Fs, Roots};
-use crate::sources::infiniband;
+use crate::run::Run;
 
-/// What a source read in one collection.
+/// The outcome of one collection by one source: what it read, and every failure met.
 #[derive(Debug, Clone)]
-pub enum SourceData {
-    /// The `infiniband` source's snapshot.
-    Infiniband(infiniband::Snapshot),
-    /// The `netdev` source's snapshot.
-    Netdev(crate::sources::netdev::Snapshot),
-    /// The `ethtool` source's snapshot.
-    Ethtool(crate::sources::ethtool::Snapshot),
-    /// The `dcb` source's snapshot.
-    Dcb(crate::sources::dcb::Snapshot),
-    /// The `gpu` source's snapshot.
-    Gpu(crate::sources::gpu::Snapshot),
-    /// The `pci` source's snapshot.
-    Pci(crate::sources::pci::Snapshot),
-    /// The `topology` source's snapshot.
-    Topology(crate::sources::topology::Snapshot),
-    /// The `host` source's snapshot.
-    Host(crate::sources::host::Snapshot),
-}
-
-/// The outcome of one collection by one source.
-#[derive(Debug, Clone)]
-pub struct SourceReport {
+pub struct Report<T> {
     /// What was read; `None` when the source could not run at all.
-    pub data: Option<SourceData>,
+    pub data: Option<T>,
     /// Every failure met; each cost only its own series.
     pub errors: Vec<CollectError>,
     /// Set when the subsystem the source reads does not exist on this node (no
@@ -44,19 +20,74 @@ pub struct SourceReport {
     pub absent: Option<String>,
 }
 
-/// A source: reads one kernel or library interface. `collect` blocks; the agent runs it on a
-/// blocking thread under a deadline.
-pub trait Source: Send + Sync + std::fmt::Debug {
-    /// The source's registry name.
-    fn name(&self) -> &'static str;
-    /// Reads the node once.
-    fn collect(&self) -> SourceReport;
-    /// Reads the node once, returning what it has by `deadline` (sources that can wait on
-    /// parts of the node separately, like one worker per GPU, override this).
-    fn collect_until(&self, deadline: std::time::Instant) -> SourceReport {
-        let _ = deadline;
-        self.collect()
+impl<T> Report<T> {
+    /// A report of `data` with `errors`.
+    pub fn new(data: T, errors: Vec<CollectError>) -> Self {
+        Report {
+            data: Some(data),
+            errors,
+            absent: None,
+        }
     }
+
+    /// A report saying the subsystem is absent: `data` (empty) and why.
+    pub fn absent(data: T, reason: impl Into<String>) -> Self {
+        Report {
+            data: Some(data),
+            errors: Vec::new(),
+            absent: Some(reason.into()),
+        }
+    }
+
+    /// A report of a source that could not run at all.
+    pub fn failed(errors: Vec<CollectError>) -> Self {
+        Report {
+            data: None,
+            errors,
+            absent: None,
+        }
+    }
+
+    /// The same report with its data converted.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Report<U> {
+        Report {
+            data: self.data.map(f),
+            errors: self.errors,
+            absent: self.absent,
+        }
+    }
+}
+
+/// What the registry needs to know of a source before building it.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// The source's name (`infiniband`): `--collector.<name>`, `collectors.<name>` in the
+    /// config file, the `collector` label.
+    pub name: &'static str,
+    /// One line saying what it reads.
+    pub help: &'static str,
+    /// Whether it runs unless `--no-collector.<name>` is given.
+    pub default_enabled: bool,
+    /// Its options.
+    pub options: &'static [OptionSpec],
+}
+
+/// A source: reads one kernel or library interface and returns plain data. `collect` blocks;
+/// the agent runs it on a blocking thread, and the source runs its per-device work through
+/// [`Run::each`] under the collection's deadline.
+pub trait Source: Send + Sync + std::fmt::Debug + Sized + 'static {
+    /// The plain data of one collection.
+    type Data: Send + 'static;
+    /// Its registry entry.
+    const SPEC: Spec;
+    /// Builds the source over `roots`, reading through `fs`, with its option values.
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError>;
+    /// Reads the node once.
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Self::Data>;
 }
 
 /// The kind of value an option takes.
@@ -96,37 +127,6 @@ pub struct SourceBuildError {
     /// What is wrong with its value.
     pub reason: String,
 }
-
-/// Builds a source from the roots, the file system and the option values.
-pub type BuildFn =
-    fn(&Roots, Arc<dyn Fs>, &OptionValues) -> Result<Box<dyn Source>, SourceBuildError>;
-
-/// One entry of the registry.
-#[derive(Debug, Clone, Copy)]
-pub struct SourceSpec {
-    /// The source's name (`infiniband`).
-    pub name: &'static str,
-    /// One line saying what it reads.
-    pub help: &'static str,
-    /// Whether it runs unless `--no-collector.<name>` is given.
-    pub default_enabled: bool,
-    /// Its options.
-    pub options: &'static [OptionSpec],
-    /// Its constructor.
-    pub build: BuildFn,
-}
-
-/// Every source, in the order the agent lists and exports them.
-pub static SOURCES: &[SourceSpec] = &[
-    infiniband::SPEC,
-    crate::sources::netdev::SPEC,
-    crate::sources::ethtool::SPEC,
-    crate::sources::dcb::SPEC,
-    crate::sources::gpu::SPEC,
-    crate::sources::pci::SPEC,
-    crate::sources::topology::SPEC,
-    crate::sources::host::SPEC,
-];
 
 /// Compiles an optional regular-expression option. Like node_exporter's `device-include` /
 /// `device-exclude`, the pattern is not anchored: write `^mlx5_1$` to match one device only.

@@ -95,6 +95,10 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_gpu_xid_errors",
         "XID errors since the agent started, by code (48 double-bit ECC, 79 fallen off the bus, 74 NVLink error, ...).",
     );
+    let mut xid_registered = Family::gauge(
+        "railscope_gpu_xid_events_registered",
+        "1 when the agent is registered for XID events of this GPU; 0 means XIDs on it cannot be seen (tried again every minute), not that none happened.",
+    );
     let mut fabric = Family::gauge(
         "railscope_gpu_fabric_state",
         "GPU fabric registration on NVSwitch systems: 1 not started, 2 in progress, 3 completed.",
@@ -228,6 +232,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         for (code, n) in &gpu.xid_errors {
             xid.push(with("xid", &code.to_string()), *n);
         }
+        xid_registered.push(g(), gpu.xid_events_registered);
         if let Some((s, status)) = gpu.fabric {
             fabric.push(g(), s);
             fabric_status.push(g(), status);
@@ -297,6 +302,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         replays,
         pcie_tput,
         xid,
+        xid_registered,
         fabric,
         fabric_status,
         nv_up,

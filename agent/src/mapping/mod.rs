@@ -12,9 +12,9 @@ pub mod pci;
 use railscope_collectors::SourceData;
 
 use crate::build_info;
+use crate::collection::{Collection, Totals};
 use crate::exposition::Family;
 use crate::process::ProcessStats;
-use crate::scheduler::{Collection, Totals};
 
 /// Every family of one scrape.
 pub fn families(

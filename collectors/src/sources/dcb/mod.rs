@@ -37,18 +37,18 @@ use std::time::{Duration, Instant};
 use crate::error::CollectError;
 use crate::fs::{Fs, Roots};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
-use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use crate::run::Run;
+use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
 use crate::sources::netdev::rtnl::RtnlSocket;
 use crate::sources::netdev::{RTNETLINK_PATH, is_same_netdev};
 use wire::Reply;
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "dcb",
     help: "PFC-enabled priorities and per-priority PFC request/indication counts over DCB netlink (RTM_GETDCB, DCB_CMD_IEEE_GET).",
     default_enabled: true,
     options: &FILTER_OPTIONS,
-    build,
 };
 
 /// How long one rtnetlink receive may wait.
@@ -61,12 +61,12 @@ fn build(
     roots: &Roots,
     fs: Arc<dyn Fs>,
     options: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(DcbSource {
+) -> Result<DcbSource, SourceBuildError> {
+    Ok(DcbSource {
         fs,
         sysfs: roots.sysfs.clone(),
         filter: NetdevFilter::from_options(options)?,
-    }))
+    })
 }
 
 /// What the source read.
@@ -121,10 +121,10 @@ pub struct DcbSource {
 
 impl DcbSource {
     /// Reads every selected netdev of the agent's network namespace.
-    pub fn read(&self) -> SourceReport {
+    pub fn read(&self) -> Report<Snapshot> {
         let class = self.sysfs.join("class/net");
-        let mut report = SourceReport {
-            data: Some(SourceData::Dcb(Snapshot::default())),
+        let mut report = Report {
+            data: Some(Snapshot::default()),
             errors: Vec::new(),
             absent: None,
         };
@@ -187,17 +187,24 @@ impl DcbSource {
                 class.display()
             ));
         }
-        report.data = Some(SourceData::Dcb(Snapshot { netdevs }));
+        report.data = Some(Snapshot { netdevs });
         report
     }
 }
 
 impl Source for DcbSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
+    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
         self.read()
     }
 }
@@ -248,7 +255,7 @@ mod tests {
         assert_eq!(report.errors, vec![]);
         assert_eq!(report.absent, None);
         assert!(
-            matches!(&report.data, Some(SourceData::Dcb(s)) if s.netdevs.is_empty()),
+            matches!(&report.data, Some(s) if s.netdevs.is_empty()),
             "no data"
         );
     }
@@ -262,6 +269,6 @@ mod tests {
         let report = source(dir.path(), ".").read();
         assert_eq!(report.errors, vec![]);
         assert!(report.absent.is_some());
-        assert!(matches!(&report.data, Some(SourceData::Dcb(s)) if s.netdevs.is_empty()));
+        assert!(matches!(&report.data, Some(s) if s.netdevs.is_empty()));
     }
 }

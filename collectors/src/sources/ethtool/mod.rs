@@ -36,9 +36,9 @@ use regex::Regex;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
+use crate::run::Run;
 use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData, SourceReport,
-    SourceSpec, regex_option,
+    OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec, regex_option,
 };
 pub use names::Stat;
 pub use reader::{Error, IoctlReader, StatsReader};
@@ -55,19 +55,18 @@ pub const OPTIONS: [OptionSpec; 3] = [
 ];
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "ethtool",
     help: "Driver statistics over the SIOCETHTOOL ioctl (ethtool -S): per-priority PFC pause frames and durations, pause storms, per-priority traffic, discards and ECN marks.",
     default_enabled: true,
     options: &OPTIONS,
-    build,
 };
 
 fn build(
     roots: &Roots,
     fs: Arc<dyn Fs>,
     options: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
+) -> Result<EthtoolSource, SourceBuildError> {
     let mut source = EthtoolSource::new(
         roots,
         fs,
@@ -76,7 +75,7 @@ fn build(
         Arc::new(IoctlReader),
     );
     source.live_namespace_only = true;
-    Ok(Box::new(source))
+    Ok(source)
 }
 
 /// What the source read in one collection.
@@ -169,7 +168,7 @@ impl EthtoolSource {
     }
 
     /// Reads every selected netdev.
-    pub fn read(&self) -> SourceReport {
+    pub fn read(&self) -> Report<Snapshot> {
         let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
         let mut netdevs = Vec::new();
         let mut errors = Vec::new();
@@ -185,8 +184,8 @@ impl EthtoolSource {
                         std::path::Path::new("rtnetlink:RTM_GETLINK"),
                         &err,
                     ));
-                    return SourceReport {
-                        data: Some(SourceData::Ethtool(Snapshot { netdevs })),
+                    return Report {
+                        data: Some(Snapshot { netdevs }),
                         errors,
                         absent: None,
                     };
@@ -227,8 +226,8 @@ impl EthtoolSource {
                 self.sysfs.join("class/net").display()
             )
         });
-        SourceReport {
-            data: Some(SourceData::Ethtool(Snapshot { netdevs })),
+        Report {
+            data: Some(Snapshot { netdevs }),
             errors,
             absent,
         }
@@ -236,11 +235,18 @@ impl EthtoolSource {
 }
 
 impl Source for EthtoolSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
+    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
         self.read()
     }
 }

@@ -412,11 +412,8 @@ fn source(dir: &Path, options: &[(&str, &str)], reader: FakeEthtool) -> EthtoolS
     )
 }
 
-fn snapshot(report: &SourceReport) -> &Snapshot {
-    match &report.data {
-        Some(SourceData::Ethtool(s)) => s,
-        other => panic!("unexpected {other:?}"),
-    }
+fn snapshot(report: &Report<Snapshot>) -> &Snapshot {
+    report.data.as_ref().expect("data")
 }
 
 #[test]
@@ -500,7 +497,7 @@ fn the_metrics_include_option_is_registered_and_validated() {
     let roots = Roots::default();
     let mut options = OptionValues::new();
     options.insert("metrics-include".into(), "(".into());
-    let err = (SPEC.build)(&roots, Arc::new(RealFs), &options).unwrap_err();
+    let err = EthtoolSource::build(&roots, Arc::new(RealFs), &options).unwrap_err();
     assert_eq!(err.option, "metrics-include");
 }
 

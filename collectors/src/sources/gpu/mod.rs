@@ -1,24 +1,28 @@
 //! The `gpu` source: GPU and NVLink telemetry through NVML (`libnvidia-ml.so.1`, loaded at
 //! run time by `nvml-wrapper`). A node without the library reports nothing, once.
 //!
-//! Isolation: every GPU is read by its own worker thread. A collection asks each idle worker
-//! for a reading and waits until its deadline; a GPU whose worker is still inside a call
-//! that hangs in the driver is reported `timeout` and not asked again until the call
-//! returns, so one wedged GPU costs its own series and never blocks or hides the others.
-//! The library is never shut down (a stuck library cannot be), and a lost GPU
-//! (`GPU_IS_LOST`, XID 79) is reported as such with the identity it had.
+//! Isolation: every GPU is one unit of [`Run::each`], all GPUs in parallel. A GPU whose
+//! call hangs in the driver is reported `timeout` at the scrape's deadline and is not asked
+//! again until the call returns, so one wedged GPU costs its own series and never blocks or
+//! hides the others. The library is never shut down (a stuck library cannot be), and a lost
+//! GPU (`GPU_IS_LOST`, XID 79) is reported as such with the identity it had. A GPU that
+//! becomes lost or unreadable is logged once when it starts and once when it ends; NVML
+//! calls that fail (other than `NOT_SUPPORTED`) are counted as the collector's errors.
 //!
-//! XID errors are counted per code from an NVML event set that one more thread waits on.
+//! XID errors are counted per code from one NVML event set per GPU, each waited on by a
+//! thread of its own. Whether the set could be registered is exported per GPU: "no XIDs"
+//! and "cannot see XIDs" are different things. A registration that fails is logged once and
+//! tried again every [`XID_RETRY`].
 
 pub mod raw;
 pub mod types;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
@@ -32,14 +36,13 @@ use nvml_wrapper::error::NvmlError;
 
 pub use types::*;
 
+use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
-use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData, SourceReport,
-    SourceSpec,
-};
+use crate::run::{Run, Unit};
+use crate::source::{OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec};
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "gpu",
     help: "NVIDIA GPUs and NVLinks through NVML: utilization, memory, power, clocks, throttling, ECC, row remapping, PCIe, XID errors, NVLink state, errors and traffic.",
     default_enabled: true,
@@ -48,51 +51,47 @@ pub const SPEC: SourceSpec = SourceSpec {
         help: "The NVML library to load (default libnvidia-ml.so.1, found through the loader's search path).",
         kind: OptionKind::Path,
     }],
-    build,
 };
 
 /// The library loaded unless `--collector.gpu.nvml-library` says otherwise.
 pub const DEFAULT_NVML_LIBRARY: &str = "libnvidia-ml.so.1";
 
-fn build(
-    _: &Roots,
-    _: Arc<dyn Fs>,
-    options: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
-    let library = options
-        .get("nvml-library")
-        .cloned()
-        .filter(|l| !l.is_empty())
-        .unwrap_or_else(|| DEFAULT_NVML_LIBRARY.to_owned());
-    Ok(Box::new(GpuSource {
-        library,
-        runtime: Mutex::new(None),
-    }))
-}
-
-/// How long a collection waits for GPUs when the scheduler gives no deadline.
-const DEFAULT_WAIT: Duration = Duration::from_secs(5);
+/// How often a failed XID event registration is tried again.
+pub const XID_RETRY: Duration = Duration::from_secs(60);
 
 /// Reads GPUs through NVML.
 #[derive(Debug)]
 pub struct GpuSource {
     library: String,
     runtime: Mutex<Option<Arc<Runtime>>>,
+    /// The state each GPU had in the last collection, for logging changes once.
+    states: Mutex<HashMap<u32, GpuState>>,
 }
 
 /// NVML, initialised once and never shut down.
 static NVML: OnceLock<Nvml> = OnceLock::new();
 
-struct Worker {
-    requests: mpsc::Sender<mpsc::Sender<Gpu>>,
-    busy: Arc<AtomicBool>,
-    /// The last identity read, kept for a GPU that times out or is lost.
-    identity: Arc<Mutex<types::Identity>>,
+/// XID counts and listener states, written by the listener threads.
+#[derive(Debug)]
+struct Xids {
+    counts: Mutex<HashMap<(u32, u64), u64>>,
+    /// Per GPU: whether its event set is registered.
+    registered: Vec<AtomicBool>,
+    /// How many listeners have made their first registration attempt.
+    tried: Mutex<u32>,
+    tried_cv: std::sync::Condvar,
 }
 
+/// How long the first collection waits for the XID listeners' first registration attempts,
+/// so that it reports their state rather than a race; a GPU that hangs is not waited for
+/// longer.
+const XID_FIRST_WAIT: Duration = Duration::from_millis(250);
+
 struct Runtime {
-    workers: Vec<Worker>,
-    xid: Arc<Mutex<HashMap<(u32, u64), u64>>>,
+    count: u32,
+    /// The last identity read of each GPU, kept for a GPU that times out or is lost.
+    identities: Arc<Mutex<HashMap<u32, Identity>>>,
+    xids: Arc<Xids>,
     driver_version: Option<String>,
     cuda_version: Option<String>,
 }
@@ -100,7 +99,7 @@ struct Runtime {
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
-            .field("gpus", &self.workers.len())
+            .field("gpus", &self.count)
             .finish_non_exhaustive()
     }
 }
@@ -111,14 +110,12 @@ impl GpuSource {
         GpuSource {
             library: library.into(),
             runtime: Mutex::new(None),
+            states: Mutex::new(HashMap::new()),
         }
     }
 
-    fn runtime(&self) -> Result<Arc<Runtime>, String> {
+    fn runtime(&self) -> Result<(&'static Nvml, Arc<Runtime>), String> {
         let mut slot = self.runtime.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(rt) = slot.as_ref() {
-            return Ok(Arc::clone(rt));
-        }
         let nvml = match NVML.get() {
             Some(n) => n,
             None => {
@@ -129,24 +126,72 @@ impl GpuSource {
                 NVML.get_or_init(|| nvml)
             }
         };
+        if let Some(rt) = slot.as_ref() {
+            return Ok((nvml, Arc::clone(rt)));
+        }
         let count = nvml
             .device_count()
             .map_err(|e| format!("nvmlDeviceGetCount failed: {e}"))?;
-        let xid = Arc::new(Mutex::new(HashMap::new()));
-        let workers = (0..count).map(|index| spawn_worker(nvml, index)).collect();
-        spawn_xid_listener(nvml, count, Arc::clone(&xid));
+        let xids = Arc::new(Xids {
+            counts: Mutex::new(HashMap::new()),
+            registered: (0..count).map(|_| AtomicBool::new(false)).collect(),
+            tried: Mutex::new(0),
+            tried_cv: std::sync::Condvar::new(),
+        });
+        spawn_xid_listeners(nvml, count, &xids);
+        let tried = xids.tried.lock().unwrap_or_else(|e| e.into_inner());
+        drop(
+            xids.tried_cv
+                .wait_timeout_while(tried, XID_FIRST_WAIT, |n| *n < count)
+                .unwrap_or_else(|e| e.into_inner()),
+        );
         let cuda_version = nvml
             .sys_cuda_driver_version()
             .ok()
             .map(|v| format!("{}.{}", v / 1000, v % 1000 / 10));
         let rt = Arc::new(Runtime {
-            workers,
-            xid,
+            count,
+            identities: Arc::new(Mutex::new(HashMap::new())),
+            xids,
             driver_version: nvml.sys_driver_version().ok(),
             cuda_version,
         });
         *slot = Some(Arc::clone(&rt));
-        Ok(rt)
+        Ok((nvml, rt))
+    }
+
+    /// Logs a GPU's change into or out of `lost` or `error`, once each way.
+    fn log_change(&self, gpu: &Gpu) {
+        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        let before = states.insert(gpu.index, gpu.state).unwrap_or(GpuState::Ok);
+        let uuid = gpu.identity.uuid.as_deref().unwrap_or_default();
+        let pci = gpu.identity.pci_address.as_deref().unwrap_or_default();
+        match (before, gpu.state) {
+            (GpuState::Lost, GpuState::Lost) | (GpuState::Error, GpuState::Error) => {}
+            (_, GpuState::Lost) => tracing::error!(
+                collector = SPEC.name,
+                gpu = gpu.index,
+                uuid,
+                pci_address = pci,
+                "A GPU fell off the bus (NVML_ERROR_GPU_IS_LOST, XID 79); only its identity is exported."
+            ),
+            (_, GpuState::Error) => tracing::warn!(
+                collector = SPEC.name,
+                gpu = gpu.index,
+                uuid,
+                pci_address = pci,
+                "NVML cannot open a GPU; only its identity is exported."
+            ),
+            (GpuState::Lost | GpuState::Error, GpuState::Ok) => tracing::info!(
+                collector = SPEC.name,
+                gpu = gpu.index,
+                uuid,
+                pci_address = pci,
+                was = before.as_str(),
+                "A GPU that was lost or unreadable is read again."
+            ),
+            _ => {}
+        }
     }
 }
 
@@ -157,159 +202,181 @@ fn describe_init_error(library: &str, err: &NvmlError) -> String {
     }
 }
 
+fn build(_: &Roots, _: Arc<dyn Fs>, options: &OptionValues) -> Result<GpuSource, SourceBuildError> {
+    let library = options
+        .get("nvml-library")
+        .cloned()
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| DEFAULT_NVML_LIBRARY.to_owned());
+    Ok(GpuSource::new(library))
+}
+
 impl Source for GpuSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
-        self.collect_until(Instant::now() + DEFAULT_WAIT)
-    }
-
-    fn collect_until(&self, deadline: Instant) -> SourceReport {
-        let rt = match self.runtime() {
-            Ok(rt) => rt,
-            Err(reason) => {
-                return SourceReport {
-                    data: Some(SourceData::Gpu(Snapshot::default())),
-                    errors: Vec::new(),
-                    absent: Some(reason),
-                };
-            }
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        let (nvml, rt) = match self.runtime() {
+            Ok(pair) => pair,
+            Err(reason) => return Report::absent(Snapshot::default(), reason),
         };
-        let (tx, rx) = mpsc::channel::<Gpu>();
-        let mut asked = vec![false; rt.workers.len()];
-        for (i, worker) in rt.workers.iter().enumerate() {
-            if !worker.busy.swap(true, Ordering::AcqRel) {
-                asked[i] = worker.requests.send(tx.clone()).is_ok();
+        let keys: Vec<String> = (0..rt.count).map(|i| format!("gpu{i}")).collect();
+        let identities = Arc::clone(&rt.identities);
+        let units = run.each(keys, rt.count as usize, move |key| {
+            let index = key.trim_start_matches("gpu").parse().unwrap_or(u32::MAX);
+            let known = identity_of(&identities, index);
+            let gpu = read_gpu(nvml, index, &known);
+            if gpu.state == GpuState::Ok
+                && let Ok(mut ids) = identities.lock()
+            {
+                ids.insert(index, gpu.identity.clone());
             }
-        }
-        drop(tx);
-        let mut gpus: Vec<Option<Gpu>> = vec![None; rt.workers.len()];
-        let mut pending = asked.iter().filter(|a| **a).count();
-        while pending > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            match rx.recv_timeout(deadline - now) {
-                Ok(gpu) => {
-                    let i = gpu.index as usize;
-                    if i < gpus.len() {
-                        gpus[i] = Some(gpu);
-                    }
-                    pending -= 1;
-                }
-                Err(_) => break,
-            }
-        }
-        let xid = rt.xid.lock().map(|m| m.clone()).unwrap_or_default();
-        let gpus = gpus
-            .into_iter()
-            .enumerate()
-            .map(|(i, gpu)| {
-                let mut gpu = gpu.unwrap_or_else(|| Gpu {
-                    index: i as u32,
+            gpu
+        });
+        let xid = rt.xids.counts.lock().map(|m| m.clone()).unwrap_or_default();
+        let mut errors = Vec::new();
+        let mut gpus = Vec::with_capacity(units.len());
+        for (i, (key, unit)) in units.into_iter().enumerate() {
+            let index = i as u32;
+            let mut gpu = match unit {
+                Unit::Done(gpu) => gpu,
+                Unit::Late { .. } | Unit::NotStarted => Gpu {
+                    index,
                     state: GpuState::Timeout,
-                    identity: rt.workers[i]
-                        .identity
-                        .lock()
-                        .map(|id| id.clone())
-                        .unwrap_or_default(),
+                    identity: identity_of(&rt.identities, index),
                     ..Gpu::default()
-                });
-                let mut codes: Vec<(u64, u64)> = xid
-                    .iter()
-                    .filter(|((g, _), _)| *g == i as u32)
-                    .map(|((_, x), n)| (*x, *n))
-                    .collect();
-                codes.sort_unstable();
-                gpu.xid_errors = codes;
-                gpu
-            })
-            .collect();
-        SourceReport {
-            data: Some(SourceData::Gpu(Snapshot {
+                },
+                Unit::Panicked => Gpu {
+                    index,
+                    state: GpuState::Error,
+                    identity: identity_of(&rt.identities, index),
+                    ..Gpu::default()
+                },
+            };
+            for (call, detail) in &gpu.failures {
+                errors.push(CollectError::new(
+                    Some(&key),
+                    Path::new(call),
+                    ErrorKind::Io,
+                    detail.clone(),
+                ));
+            }
+            self.log_change(&gpu);
+            let mut codes: Vec<(u64, u64)> = xid
+                .iter()
+                .filter(|((g, _), _)| *g == index)
+                .map(|((_, x), n)| (*x, *n))
+                .collect();
+            codes.sort_unstable();
+            gpu.xid_errors = codes;
+            gpu.xid_events_registered = rt
+                .xids
+                .registered
+                .get(i)
+                .is_some_and(|r| r.load(Ordering::Acquire));
+            gpus.push(gpu);
+        }
+        Report::new(
+            Snapshot {
                 driver_version: rt.driver_version.clone(),
                 cuda_version: rt.cuda_version.clone(),
                 gpus,
-            })),
-            errors: Vec::new(),
-            absent: None,
-        }
+            },
+            errors,
+        )
     }
 }
 
-fn spawn_worker(nvml: &'static Nvml, index: u32) -> Worker {
-    let (tx, rx) = mpsc::channel::<mpsc::Sender<Gpu>>();
-    let busy = Arc::new(AtomicBool::new(false));
-    let identity = Arc::new(Mutex::new(types::Identity::default()));
-    let (b, id) = (Arc::clone(&busy), Arc::clone(&identity));
-    let spawned = std::thread::Builder::new()
-        .name(format!("railscope-gpu{index}"))
-        .spawn(move || {
-            while let Ok(reply) = rx.recv() {
-                let known = id.lock().map(|i| i.clone()).unwrap_or_default();
-                let read = std::panic::AssertUnwindSafe(|| read_gpu(nvml, index, &known));
-                let gpu = std::panic::catch_unwind(read).unwrap_or_else(|_| Gpu {
-                    index,
-                    state: GpuState::Error,
-                    identity: known.clone(),
-                    ..Gpu::default()
-                });
-                if gpu.state == GpuState::Ok
-                    && let Ok(mut slot) = id.lock()
-                {
-                    *slot = gpu.identity.clone();
-                }
-                b.store(false, Ordering::Release);
-                let _ = reply.send(gpu);
-            }
-        });
-    if spawned.is_err() {
-        busy.store(true, Ordering::Release); // never asked; reported as timeout
-    }
-    Worker {
-        requests: tx,
-        busy,
-        identity,
-    }
+fn identity_of(identities: &Mutex<HashMap<u32, Identity>>, index: u32) -> Identity {
+    identities
+        .lock()
+        .ok()
+        .and_then(|ids| ids.get(&index).cloned())
+        .unwrap_or_default()
 }
 
-fn spawn_xid_listener(
-    nvml: &'static Nvml,
-    count: u32,
-    counts: Arc<Mutex<HashMap<(u32, u64), u64>>>,
-) {
+fn spawn_xid_listeners(nvml: &'static Nvml, count: u32, xids: &Arc<Xids>) {
     // One event set and one waiting thread per GPU: nvml-wrapper releases a set whose
     // registration fails, and a GPU that hangs in the driver must not hold up the XIDs of
     // the others.
     for index in 0..count {
-        let counts = Arc::clone(&counts);
-        let _ = std::thread::Builder::new()
+        let xids = Arc::clone(xids);
+        let spawned = std::thread::Builder::new()
             .name(format!("railscope-xid{index}"))
-            .spawn(move || {
-                let (Ok(device), Ok(set)) = (nvml.device_by_index(index), nvml.create_event_set())
-                else {
-                    return;
-                };
-                let Ok(set) = device.register_events(EventTypes::CRITICAL_XID_ERROR, set) else {
-                    return;
-                };
-                loop {
-                    match set.wait(1000) {
-                        Ok(event) => {
-                            if let Some(XidError::Value(xid)) = event.event_data
-                                && let Ok(mut map) = counts.lock()
-                            {
-                                *map.entry((index, xid)).or_insert(0) += 1;
-                            }
-                        }
-                        Err(NvmlError::Timeout) => {}
-                        Err(_) => std::thread::sleep(Duration::from_secs(1)),
-                    }
+            .spawn(move || xid_listener(nvml, index, &xids));
+        if let Err(err) = spawned {
+            tracing::error!(collector = SPEC.name, gpu = index, error = %err, "Cannot start the XID listener thread; XIDs on this GPU will not be seen.");
+        }
+    }
+}
+
+/// Registers for XID events on GPU `index` (trying again every [`XID_RETRY`] until it
+/// works) and counts the events.
+fn xid_listener(nvml: &'static Nvml, index: u32, xids: &Xids) {
+    let mut failed_before = false;
+    let mut first = true;
+    let first_done = |first: &mut bool| {
+        if std::mem::take(first) {
+            *xids.tried.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+            xids.tried_cv.notify_all();
+        }
+    };
+    let set = loop {
+        let registered = nvml.device_by_index(index).and_then(|device| {
+            let set = nvml.create_event_set()?;
+            device
+                .register_events(EventTypes::CRITICAL_XID_ERROR, set)
+                .map_err(|e| e.error)
+        });
+        match registered {
+            Ok(set) => break set,
+            Err(err) => {
+                first_done(&mut first);
+                if !failed_before {
+                    tracing::warn!(
+                        collector = SPEC.name,
+                        gpu = index,
+                        error = %err,
+                        retry_seconds = XID_RETRY.as_secs(),
+                        "Cannot register for XID events; XIDs on this GPU are not seen until it works (railscope_gpu_xid_events_registered 0)."
+                    );
+                    failed_before = true;
                 }
-            });
+                std::thread::sleep(XID_RETRY);
+            }
+        }
+    };
+    if failed_before {
+        tracing::info!(
+            collector = SPEC.name,
+            gpu = index,
+            "Registered for XID events after earlier failures; XIDs on this GPU are seen again."
+        );
+    }
+    if let Some(flag) = xids.registered.get(index as usize) {
+        flag.store(true, Ordering::Release);
+    }
+    first_done(&mut first);
+    loop {
+        match set.wait(1000) {
+            Ok(event) => {
+                if let Some(XidError::Value(xid)) = event.event_data
+                    && let Ok(mut map) = xids.counts.lock()
+                {
+                    *map.entry((index, xid)).or_insert(0) += 1;
+                }
+            }
+            Err(NvmlError::Timeout) => {}
+            Err(_) => std::thread::sleep(Duration::from_secs(1)),
+        }
     }
 }
 
@@ -571,8 +638,11 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_absent_not_an_error() {
-        let source = GpuSource::new("libnvidia-ml-that-does-not-exist.so.1");
-        let report = source.collect();
+        let source = Arc::new(GpuSource::new("libnvidia-ml-that-does-not-exist.so.1"));
+        let work = crate::run::Work::new("gpu", None);
+        let deadline =
+            crate::run::Deadline::new(std::time::Instant::now() + Duration::from_secs(5));
+        let report = source.collect(&Run::new(&deadline, &work));
         assert!(report.errors.is_empty());
         assert!(
             report

@@ -125,6 +125,8 @@ pub struct Gpu {
     pub nvlinks: Vec<NvLink>,
     /// XID errors seen since the agent started, by code.
     pub xid_errors: Vec<(u64, u64)>,
+    /// Whether the XID event set of this GPU is registered: without it, no XID is seen.
+    pub xid_events_registered: bool,
     /// Calls that failed other than with NotSupported: (what, NVML error).
     pub failures: Vec<(&'static str, String)>,
 }

@@ -17,26 +17,22 @@ use std::sync::Arc;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::pcie;
-use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use crate::run::Run;
+use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "host",
     help: "GPUDirect RDMA readiness: nvidia_peermem and related modules, IOMMU mode, RLIMIT_MEMLOCK.",
     default_enabled: true,
     options: &[],
-    build,
 };
 
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    _: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(HostSource {
+fn build(roots: &Roots, fs: Arc<dyn Fs>, _: &OptionValues) -> Result<HostSource, SourceBuildError> {
+    Ok(HostSource {
         fs,
         roots: roots.clone(),
-    }))
+    })
 }
 
 /// Modules whose presence is reported.
@@ -137,11 +133,18 @@ impl HostSource {
 }
 
 impl Source for HostSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
+    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
         let fs = self.fs.as_ref();
         let sysfs = &self.roots.sysfs;
         let mut errors = Vec::new();
@@ -193,15 +196,15 @@ impl Source for HostSource {
                 }
             }
         }
-        SourceReport {
-            data: Some(SourceData::Host(Snapshot {
+        Report {
+            data: Some(Snapshot {
                 modules,
                 iommu_units,
                 iommu_mode,
                 iommu_mode_source,
                 iommu_cmdline,
                 memlock,
-            })),
+            }),
             errors,
             absent: None,
         }

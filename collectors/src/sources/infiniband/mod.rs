@@ -18,11 +18,11 @@ pub mod pma;
 pub mod types;
 pub mod verbs;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use regex::Regex;
 
@@ -30,14 +30,14 @@ pub use types::*;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
+use crate::run::{Deadline, Run, Work};
 use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData, SourceReport,
-    SourceSpec, regex_option,
+    OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec, regex_option,
 };
 use parse::ParseError;
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "infiniband",
     help: "InfiniBand and RoCE devices and ports from /sys/class/infiniband: state, rate, width, PMA and driver counters, GIDs, RoCE MTU.",
     default_enabled: true,
@@ -63,14 +63,13 @@ pub const SPEC: SourceSpec = SourceSpec {
             kind: OptionKind::Choice(&["auto", "netlink", "sysfs"]),
         },
     ],
-    build,
 };
 
 fn build(
     roots: &Roots,
     fs: Arc<dyn Fs>,
     options: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
+) -> Result<InfinibandSource, SourceBuildError> {
     let hw_source = match options.get("hw-counters-source").map(String::as_str) {
         None | Some("auto") => HwSource::Auto,
         Some("netlink") => HwSource::Netlink,
@@ -102,7 +101,7 @@ fn build(
         }
         other => other,
     };
-    Ok(Box::new(source))
+    Ok(source)
 }
 
 /// Where port-level driver counters are read from.
@@ -122,10 +121,11 @@ pub const DEFAULT_VERBS_LIBRARY: &str = "libibverbs.so.1";
 /// How long one RDMA netlink request may take.
 const NETLINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-type Netlink = RefCell<(netlink::RdmaNetlink, netlink::NetlinkView)>;
+type Netlink = Mutex<(netlink::RdmaNetlink, netlink::NetlinkView)>;
 
-/// Reads `/sys/class/infiniband`.
-#[derive(Debug)]
+/// Reads `/sys/class/infiniband`. Cloning it is cheap (shared handles), so each device's
+/// unit of work owns one.
+#[derive(Debug, Clone)]
 pub struct InfinibandSource {
     fs: Arc<dyn Fs>,
     class_dir: PathBuf,
@@ -162,42 +162,53 @@ impl InfinibandSource {
             && !self.exclude.as_ref().is_some_and(|re| re.is_match(name))
     }
 
-    /// Reads every wanted device.
-    pub fn read(&self) -> SourceReport {
+    /// Reads every wanted device, with a deadline of five seconds.
+    pub fn read(&self) -> Report<Snapshot> {
+        let work = Work::new(SPEC.name, None);
+        let deadline = Deadline::new(Instant::now() + Duration::from_secs(5));
+        self.read_in(&Run::new(&deadline, &work))
+    }
+
+    /// Reads every wanted device, one unit of `run` per device: a device whose read blocks
+    /// costs only its own series.
+    pub fn read_in(&self, run: &Run<'_>) -> Report<Snapshot> {
         let mut errors = Vec::new();
         let entries = match self.fs.read_dir(&self.class_dir) {
             Ok(entries) => entries,
             Err(err) if is_not_found(&err) => {
-                return SourceReport {
-                    data: Some(SourceData::Infiniband(Snapshot::default())),
-                    errors,
-                    absent: Some(format!("{} does not exist", self.class_dir.display())),
-                };
+                return Report::absent(
+                    Snapshot::default(),
+                    format!("{} does not exist", self.class_dir.display()),
+                );
             }
             Err(err) => {
                 errors.push(CollectError::io(None, &self.class_dir, &err));
-                return SourceReport {
-                    data: None,
-                    errors,
-                    absent: None,
-                };
+                return Report::failed(errors);
             }
         };
-        let netlink = self.open_netlink(&mut errors);
-        let mut devices = Vec::new();
-        for entry in entries {
-            if !self.wants(&entry.name) {
-                continue;
-            }
+        let netlink = self.open_netlink(&mut errors).map(Arc::new);
+        let names: Vec<String> = entries
+            .into_iter()
+            .filter(|e| self.wants(&e.name))
+            .map(|e| e.name)
+            .collect();
+        let src = self.clone();
+        let units = run.each(names, 1, move |name| {
             let mut reader = DeviceReader {
-                src: self,
-                name: &entry.name,
-                dir: self.class_dir.join(&entry.name),
+                src: &src,
+                name,
+                dir: src.class_dir.join(name),
                 errors: Vec::new(),
-                netlink: netlink.as_ref(),
+                netlink: netlink.as_deref(),
             };
             let device = reader.read();
-            let device_errors = reader.errors;
+            (device, reader.errors)
+        });
+        let mut devices = Vec::new();
+        for (_, unit) in units {
+            let Some((device, device_errors)) = unit.done() else {
+                continue; // late: its timeout is the run's error
+            };
             if let Some(mut device) = device {
                 device.errors = device_errors.len() as u64;
                 devices.push(device);
@@ -205,11 +216,7 @@ impl InfinibandSource {
             errors.extend(device_errors);
         }
         self.apply_verbs(&mut devices, &mut errors);
-        SourceReport {
-            data: Some(SourceData::Infiniband(Snapshot { devices })),
-            errors,
-            absent: None,
-        }
+        Report::new(Snapshot { devices }, errors)
     }
 }
 
@@ -252,7 +259,7 @@ impl InfinibandSource {
         let opened = netlink::RdmaNetlink::open(NETLINK_TIMEOUT)
             .and_then(|mut nl| nl.view().map(|view| (nl, view)));
         match opened {
-            Ok(pair) => Some(RefCell::new(pair)),
+            Ok(pair) => Some(Mutex::new(pair)),
             Err(err) => {
                 // Auto: a kernel without RDMA netlink is simply read through sysfs.
                 if self.hw_source == HwSource::Netlink {
@@ -265,12 +272,19 @@ impl InfinibandSource {
 }
 
 impl Source for InfinibandSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
-        self.read()
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        self.read_in(run)
     }
 }
 
@@ -508,7 +522,8 @@ impl DeviceReader<'_> {
 
         if !infiniband {
             let netlink_netdev = self.netlink.and_then(|nl| {
-                nl.borrow()
+                nl.lock()
+                    .unwrap_or_else(|e| e.into_inner())
                     .1
                     .netdevs
                     .get(&(self.name.to_owned(), number))
@@ -540,7 +555,7 @@ impl DeviceReader<'_> {
     /// any failure fall back to sysfs; failures other than those are recorded.
     fn netlink_stats(&mut self, port: u32) -> Option<Vec<HwCounter>> {
         let cell = self.netlink?;
-        let mut guard = cell.borrow_mut();
+        let mut guard = cell.lock().unwrap_or_else(|e| e.into_inner());
         let (nl, view) = &mut *guard;
         let index = *view.devices.get(self.name)?;
         match nl.port_stats(index, port) {

@@ -36,16 +36,16 @@ use std::time::Duration;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
-use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use crate::run::Run;
+use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
 use rtnl::{Link, RtnlSocket};
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "netdev",
     help: "Netdev traffic counters, MTU, operstate, carrier and speed over rtnetlink (RTM_GETLINK), with sysfs class/net as fallback.",
     default_enabled: true,
     options: &FILTER_OPTIONS,
-    build,
 };
 
 /// How long one rtnetlink receive may wait.
@@ -58,12 +58,12 @@ fn build(
     roots: &Roots,
     fs: Arc<dyn Fs>,
     options: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(NetdevSource::new(
+) -> Result<NetdevSource, SourceBuildError> {
+    Ok(NetdevSource::new(
         roots,
         fs,
         NetdevFilter::from_options(options)?,
-    )))
+    ))
 }
 
 /// What the source read.
@@ -154,7 +154,7 @@ impl NetdevSource {
     }
 
     /// Reads every selected netdev; `links` is the rtnetlink dump, or its failure.
-    pub fn read_with(&self, links: io::Result<Vec<Link>>) -> SourceReport {
+    pub fn read_with(&self, links: io::Result<Vec<Link>>) -> Report<Snapshot> {
         let mut errors = Vec::new();
         let links = match links {
             Ok(links) => links,
@@ -193,19 +193,19 @@ impl NetdevSource {
             netdev.driver = reader.driver();
             netdevs.push(netdev);
         }
-        SourceReport {
-            data: Some(SourceData::Netdev(Snapshot { netdevs })),
+        Report {
+            data: Some(Snapshot { netdevs }),
             errors,
             absent: None,
         }
     }
 
     /// Reads the node once.
-    pub fn read(&self) -> SourceReport {
+    pub fn read(&self) -> Report<Snapshot> {
         let class = self.sysfs.join("class/net");
         if !self.fs.exists(&class) {
-            return SourceReport {
-                data: Some(SourceData::Netdev(Snapshot::default())),
+            return Report {
+                data: Some(Snapshot::default()),
                 errors: Vec::new(),
                 absent: Some(format!("{} does not exist", class.display())),
             };
@@ -216,11 +216,18 @@ impl NetdevSource {
 }
 
 impl Source for NetdevSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
+    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
         self.read()
     }
 }
@@ -474,11 +481,8 @@ mod tests {
         )
     }
 
-    fn snapshot(report: &SourceReport) -> &Snapshot {
-        match &report.data {
-            Some(SourceData::Netdev(s)) => s,
-            other => panic!("unexpected data {other:?}"),
-        }
+    fn snapshot(report: &Report<Snapshot>) -> &Snapshot {
+        report.data.as_ref().expect("data")
     }
 
     #[test]

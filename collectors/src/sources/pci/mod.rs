@@ -15,26 +15,22 @@ use std::sync::Arc;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::pcie::{self, parse_hex_id, parse_link_speed};
-use crate::source::{OptionValues, Source, SourceBuildError, SourceData, SourceReport, SourceSpec};
+use crate::run::Run;
+use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "pci",
     help: "PCIe link speed/width (current and max), AER errors and ACS of RDMA NICs, NVIDIA GPUs and the bridges above them.",
     default_enabled: true,
     options: &[],
-    build,
 };
 
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    _: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
-    Ok(Box::new(PciSource {
+fn build(roots: &Roots, fs: Arc<dyn Fs>, _: &OptionValues) -> Result<PciSource, SourceBuildError> {
+    Ok(PciSource {
         fs,
         sysfs: roots.sysfs.clone(),
-    }))
+    })
 }
 
 /// What a PCI function is to railscope.
@@ -165,16 +161,23 @@ impl PciSource {
 }
 
 impl Source for PciSource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
+    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
         let fs = self.fs.as_ref();
         let mut errors = Vec::new();
         if !fs.exists(&self.sysfs.join("bus/pci/devices")) {
-            return SourceReport {
-                data: Some(SourceData::Pci(Snapshot::default())),
+            return Report {
+                data: Some(Snapshot::default()),
                 errors,
                 absent: Some(format!(
                     "{} does not exist",
@@ -218,8 +221,8 @@ impl Source for PciSource {
                 reader.device(&dir, address, role, rdma_devices, gpu_index)
             })
             .collect();
-        SourceReport {
-            data: Some(SourceData::Pci(Snapshot { devices })),
+        Report {
+            data: Some(Snapshot { devices }),
             errors,
             absent: None,
         }

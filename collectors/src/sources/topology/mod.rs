@@ -8,10 +8,13 @@
 //! rail is configured (`--collector.topology.rails`, a map from device name, `device/port` or
 //! PCI address to rail) or derived: each compute port is matched to one GPU, closest pairs
 //! first (ties broken by GPU PCI order, then NIC PCI order), and the rail is the PCI-order
-//! rank of its GPU among the matched GPUs. Ports left without a GPU (no GPUs on the node, or
-//! more ports than GPUs) follow in PCI order. Nothing depends on the kernel's device names,
-//! so nodes of one model get the same rails even when `mlx5_0` is a front-end NIC on one
-//! of them. Ports matched by `--collector.topology.rail-exclude` (on the device name or the
+//! index of its GPU among all of the node's GPUs. A NIC that vanishes (a firmware fatal
+//! error, a device removed) therefore moves no other port's rail; on a node with fewer
+//! compute NICs than GPUs the rails are the indexes of the GPUs they serve (0, 2, 4, 6 for
+//! one NIC per GPU pair), the same on every node of the model. Ports left without a GPU (no
+//! GPUs on the node, or more ports than GPUs) follow in PCI order after the GPUs. Nothing
+//! depends on the kernel's device names, so nodes of one model get the same rails even when
+//! `mlx5_0` is a front-end NIC on one of them. Ports matched by `--collector.topology.rail-exclude` (on the device name or the
 //! PCI address) get no rail.
 
 use std::collections::{BTreeMap, HashSet};
@@ -23,13 +26,13 @@ use regex::Regex;
 use crate::error::CollectError;
 use crate::fs::{Fs, Roots};
 use crate::pcie::{self, Level, PciPath};
+use crate::run::Run;
 use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Source, SourceBuildError, SourceData, SourceReport,
-    SourceSpec, regex_option,
+    OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec, regex_option,
 };
 
 /// The registry entry of this source.
-pub const SPEC: SourceSpec = SourceSpec {
+pub const SPEC: Spec = Spec {
     name: "topology",
     help: "GPU↔NIC PCIe distance (PIX, PXB, PHB, NODE, SYS), each NIC's nearest GPUs, and the rail of every RDMA port.",
     default_enabled: true,
@@ -45,14 +48,13 @@ pub const SPEC: SourceSpec = SourceSpec {
             kind: OptionKind::Map,
         },
     ],
-    build,
 };
 
 fn build(
     roots: &Roots,
     fs: Arc<dyn Fs>,
     options: &OptionValues,
-) -> Result<Box<dyn Source>, SourceBuildError> {
+) -> Result<TopologySource, SourceBuildError> {
     let rails = match options.get("rails") {
         Some(text) if !text.trim().is_empty() => {
             Some(parse_rail_map(text).map_err(|reason| SourceBuildError {
@@ -62,12 +64,12 @@ fn build(
         }
         _ => None,
     };
-    Ok(Box::new(TopologySource {
+    Ok(TopologySource {
         fs,
         sysfs: roots.sysfs.clone(),
         exclude: regex_option(options, "rail-exclude")?,
         rails,
-    }))
+    })
 }
 
 /// Parses `KEY=RAIL,KEY=RAIL`.
@@ -213,11 +215,18 @@ impl TopologySource {
 }
 
 impl Source for TopologySource {
-    fn name(&self) -> &'static str {
-        SPEC.name
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(
+        roots: &Roots,
+        fs: Arc<dyn Fs>,
+        options: &OptionValues,
+    ) -> Result<Self, SourceBuildError> {
+        build(roots, fs, options)
     }
 
-    fn collect(&self) -> SourceReport {
+    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
         let fs = self.fs.as_ref();
         let mut errors: Vec<CollectError> = Vec::new();
         let gpu_addresses = pcie::nvidia_gpus(fs, &self.sysfs, &mut errors);
@@ -264,8 +273,8 @@ impl Source for TopologySource {
             Some(map) => configured_rails(&nics, map),
             None => derive_rails(&nics, |n| self.excluded(n)),
         };
-        SourceReport {
-            data: Some(SourceData::Topology(Snapshot { gpus, nics, rails })),
+        Report {
+            data: Some(Snapshot { gpus, nics, rails }),
             errors,
             absent: None,
         }
@@ -321,14 +330,20 @@ pub fn derive_rails(nics: &[Nic], excluded: impl Fn(&Nic) -> bool) -> Vec<Rail> 
             gpu_taken.insert(gpu);
         }
     }
-    let mut order: Vec<usize> = (0..ports.len()).collect();
-    // Matched ports by GPU order, then the rest in PCI order.
-    order.sort_by_key(|&k| (matched[k].is_none(), matched[k].unwrap_or(0), k));
-    let mut rails: Vec<Rail> = order
-        .into_iter()
-        .enumerate()
-        .map(|(rail, k)| {
+    // A matched port's rail is its GPU's index among all of the node's GPUs (PCI order), which
+    // does not change when another NIC vanishes; ports without a GPU follow in PCI order.
+    let gpus = nics.first().map_or(0, |n| n.distances.len());
+    let mut unmatched = 0;
+    let mut rails: Vec<Rail> = (0..ports.len())
+        .map(|k| {
             let (nic, port) = ports[k];
+            let rail = match matched[k] {
+                Some(gpu) => gpu,
+                None => {
+                    unmatched += 1;
+                    gpus + unmatched - 1
+                }
+            };
             Rail {
                 device: nics[nic].device.clone(),
                 port,
@@ -368,6 +383,41 @@ mod tests {
             .collect();
         out.sort();
         out
+    }
+
+    #[test]
+    fn a_vanished_nic_moves_no_other_rail() {
+        use Level::*;
+        // Eight GPUs, each with its own NIC under the same switch (PIX), the others further.
+        let all: Vec<Nic> = (0..8)
+            .map(|i| {
+                let distances: Vec<Level> =
+                    (0..8).map(|g| if g == i { Pix } else { Sys }).collect();
+                nic(
+                    &format!("mlx5_{i}"),
+                    &format!("0000:{:02x}:00.0", 0x18 + i * 0x10),
+                    &distances,
+                )
+            })
+            .collect();
+        let before = derive_rails(&all, |_| false);
+        assert_eq!(
+            before.iter().map(|r| r.rail).collect::<Vec<_>>(),
+            (0..8).collect::<Vec<u32>>()
+        );
+        for gone in 0..8 {
+            let mut nics = all.clone();
+            nics.remove(gone);
+            let after = derive_rails(&nics, |_| false);
+            for rail in &after {
+                let was = before.iter().find(|r| r.device == rail.device).unwrap();
+                assert_eq!(
+                    rail.rail, was.rail,
+                    "mlx5_{gone} gone: {} moved",
+                    rail.device
+                );
+            }
+        }
     }
 
     #[test]

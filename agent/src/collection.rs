@@ -1,0 +1,59 @@
+//! What one collection produced, shared by the [`crate::scheduler`] that makes it and the
+//! [`crate::mapping`] that turns it into metric families.
+
+use std::time::Duration;
+
+use railscope_collectors::SourceData;
+use railscope_collectors::guard::BlockedDevice;
+
+/// What one source produced in one collection.
+#[derive(Debug, Clone)]
+pub struct SourceOutcome {
+    /// The source's name.
+    pub name: &'static str,
+    /// Whether the source ran to completion within the deadline.
+    pub success: bool,
+    /// How long it ran (up to the deadline when it missed it).
+    pub duration: Duration,
+    /// What it read.
+    pub data: Option<SourceData>,
+    /// Errors it reported in this collection.
+    pub errors: usize,
+}
+
+impl SourceOutcome {
+    /// The outcome of a source that produced nothing.
+    pub fn failed(name: &'static str, duration: Duration) -> Self {
+        SourceOutcome {
+            name,
+            success: false,
+            duration,
+            data: None,
+            errors: 0,
+        }
+    }
+}
+
+/// One collection: every enabled source's outcome, in registry order.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    /// The outcomes.
+    pub outcomes: Vec<SourceOutcome>,
+    /// The collection's sequence number (1 for the first).
+    pub sequence: u64,
+}
+
+/// Cumulative counters the scheduler keeps across collections.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    /// Errors per source, in registry order.
+    pub errors: Vec<(&'static str, u64)>,
+    /// Collections run.
+    pub collections: u64,
+    /// Collection requests (scrapes), including those that shared a running collection.
+    pub requests: u64,
+    /// Devices with a file-system operation blocked past its deadline now.
+    pub blocked: Vec<BlockedDevice>,
+    /// File-system operations that did not return in time, since start.
+    pub fs_timeouts: u64,
+}
