@@ -150,6 +150,14 @@ pub struct Agent {
 impl Agent {
     /// Starts the agent on a free port with `args` and waits until `/-/ready` answers 200.
     pub fn start(args: &[&str]) -> Agent {
+        let mut agent = Agent::launch(args, &[]);
+        agent.wait_ready();
+        agent
+    }
+
+    /// Starts the agent on a free port with `args` and environment `env`, and waits only
+    /// until it serves (`/-/healthy`): its start-up collection may still be running.
+    pub fn launch(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Agent {
         let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("agent.log");
@@ -158,6 +166,7 @@ impl Agent {
             .arg("--web.listen-address")
             .arg(&listen)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -168,8 +177,21 @@ impl Agent {
             log,
             _dir: dir,
         };
-        agent.wait_ready();
-        agent
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = agent.child.try_wait().unwrap() {
+                panic!("railscope exited with {status}:\n{}", agent.log());
+            }
+            if get(agent.addr, "/-/healthy", &[]).is_ok_and(|resp| resp.status == 200) {
+                return agent;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "railscope did not start:\n{}",
+                agent.log()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Starts the agent against a fixture tree.
@@ -185,7 +207,8 @@ impl Agent {
         Agent::start(&args)
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until `/-/ready` answers 200 (the start-up collection is done).
+    pub fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
