@@ -455,30 +455,7 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
             .map(|(name, bit)| (*name, reasons.contains(*bit)))
             .collect();
     }
-    for (kind, error) in [
-        ("corrected", MemoryError::Corrected),
-        ("uncorrected", MemoryError::Uncorrected),
-    ] {
-        for (scope, counter) in [
-            ("volatile", EccCounter::Volatile),
-            ("aggregate", EccCounter::Aggregate),
-        ] {
-            if let Some(n) = calls.ok("total_ecc_errors", device.total_ecc_errors(error, counter)) {
-                gpu.ecc.push((kind, scope, n));
-            }
-        }
-    }
-    for (cause, c) in [
-        (
-            "single_bit_ecc",
-            RetirementCause::MultipleSingleBitEccErrors,
-        ),
-        ("double_bit_ecc", RetirementCause::DoubleBitEccError),
-    ] {
-        if let Some(pages) = calls.ok("retired_pages", device.retired_pages(c)) {
-            gpu.retired_pages.push((cause, pages.len() as u64));
-        }
-    }
+    read_memory_errors(&device, &mut calls, &mut gpu);
     let rows = raw::remapped_rows(nvml, &device);
     gpu.remapped_rows = calls.code("nvmlDeviceGetRemappedRows", rows);
     let link = (
@@ -505,8 +482,47 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
         .code("nvmlDeviceGetGpuFabricInfo", fabric)
         .filter(|(state, _)| *state != 0);
 
-    // NVLinks: how many from the link-count field, not a compiled-in constant.
-    let links = match raw::field_values(nvml, &device, &[(FI_NVLINK_LINK_COUNT, 0)]) {
+    gpu.nvlinks = read_nvlinks(nvml, &device, &mut calls);
+    gpu.failures = calls.failures;
+    if calls.lost {
+        gpu.state = GpuState::Lost;
+    }
+    gpu
+}
+
+/// ECC error counts and retired pages.
+fn read_memory_errors(device: &nvml_wrapper::Device<'_>, calls: &mut Calls, gpu: &mut Gpu) {
+    for (kind, error) in [
+        ("corrected", MemoryError::Corrected),
+        ("uncorrected", MemoryError::Uncorrected),
+    ] {
+        for (scope, counter) in [
+            ("volatile", EccCounter::Volatile),
+            ("aggregate", EccCounter::Aggregate),
+        ] {
+            if let Some(n) = calls.ok("total_ecc_errors", device.total_ecc_errors(error, counter)) {
+                gpu.ecc.push((kind, scope, n));
+            }
+        }
+    }
+    for (cause, c) in [
+        (
+            "single_bit_ecc",
+            RetirementCause::MultipleSingleBitEccErrors,
+        ),
+        ("double_bit_ecc", RetirementCause::DoubleBitEccError),
+    ] {
+        if let Some(pages) = calls.ok("retired_pages", device.retired_pages(c)) {
+            gpu.retired_pages.push((cause, pages.len() as u64));
+        }
+    }
+}
+
+/// Every NVLink of `device` that NVML knows.
+fn read_nvlinks(nvml: &Nvml, device: &nvml_wrapper::Device<'_>, calls: &mut Calls) -> Vec<NvLink> {
+    let mut nvlinks = Vec::new();
+    // How many from the link-count field, not a compiled-in constant.
+    let links = match raw::field_values(nvml, device, &[(FI_NVLINK_LINK_COUNT, 0)]) {
         Ok(v) => v.first().and_then(|r| r.ok()).map_or(0, |n| n as u32),
         Err(_) => 0,
     };
@@ -524,7 +540,7 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
         nv.remote_pci_address = calls
             .ok("nvlink_remote_pci_info", wrapper.remote_pci_info())
             .map(|p| pci_to_sysfs(&p.bus_id));
-        nv.remote_type = raw::remote_device_type(nvml, &device, link)
+        nv.remote_type = raw::remote_device_type(nvml, device, link)
             .ok()
             .map(|t| match t {
                 0 => "gpu",
@@ -544,7 +560,7 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
         }
         if let Ok(values) = raw::field_values(
             nvml,
-            &device,
+            device,
             &[
                 (FI_NVLINK_THROUGHPUT_DATA_TX, link),
                 (FI_NVLINK_THROUGHPUT_DATA_RX, link),
@@ -554,13 +570,9 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
             nv.tx_bytes = values.first().and_then(|r| r.ok()).map(|v| v * 1024.0);
             nv.rx_bytes = values.get(1).and_then(|r| r.ok()).map(|v| v * 1024.0);
         }
-        gpu.nvlinks.push(nv);
+        nvlinks.push(nv);
     }
-    gpu.failures = calls.failures;
-    if calls.lost {
-        gpu.state = GpuState::Lost;
-    }
-    gpu
+    nvlinks
 }
 
 /// Outcomes of the NVML calls of one reading: NotSupported is no value, GPU_IS_LOST marks
