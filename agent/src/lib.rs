@@ -7,22 +7,20 @@
 //!   parallel under a deadline and lets concurrent scrapes share one collection;
 //! * [`mapping`]: snapshot → metric families; [`exposition`]: families → Prometheus text
 //!   0.0.4 or OpenMetrics;
-//! * [`server`]: the HTTP endpoints and the accept loop with its limits;
-//!   [`web_config`]: the `--web.config.file` (TLS, basic auth, headers) and its reloads;
-//!   [`basic_auth`]: bcrypt verification with a verdict cache.
+//! * [`http`]: [`http::server`], the HTTP endpoints and the accept loop with its limits;
+//!   [`http::web_config`], the `--web.config.file` (TLS, basic auth, headers) and its
+//!   reloads; [`http::basic_auth`], bcrypt verification with a verdict cache.
 
-pub mod basic_auth;
 pub mod build_info;
 pub mod config;
 pub mod exposition;
+pub mod http;
 pub mod logging;
 pub mod mapping;
 pub mod process;
 #[cfg(test)]
 mod proptests;
 pub mod scheduler;
-pub mod server;
-pub mod web_config;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -30,8 +28,9 @@ use std::sync::Arc;
 use railscope_collectors::{Fs, GuardedFs, RealFs};
 
 use crate::config::{Config, ConfigError, Invocation};
+use crate::http::web_config::{WebConfig, WebState};
+use crate::http::{server, web_config};
 use crate::scheduler::Scheduler;
-use crate::web_config::{WebConfig, WebState};
 
 /// Why the agent stopped with a failure.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use axum::http::HeaderValue;
 use base64::Engine;
 use tokio::sync::Semaphore;
 
-use crate::web_config::FAKE_BCRYPT_HASH;
+use crate::http::web_config::FAKE_BCRYPT_HASH;
 
 /// The most verdicts kept; when full, one arbitrary entry makes room.
 pub const CACHE_CAPACITY: usize = 1024;

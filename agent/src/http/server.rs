@@ -31,10 +31,10 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower_http::compression::CompressionLayer;
 
-use crate::basic_auth::BasicAuth;
 use crate::exposition::{self, Format};
+use crate::http::basic_auth::BasicAuth;
+use crate::http::web_config::WebState;
 use crate::scheduler::{Scheduler, scrape_timeout};
-use crate::web_config::WebState;
 use crate::{mapping, process};
 
 /// The largest request head (request line and headers) read; past it the answer is 431.
