@@ -311,24 +311,9 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
     let listen_address = pick(matches, "web.listen-address", file.web.listen_address);
     validate_listen_address(&listen_address)
         .map_err(|reason| config_error("--web.listen-address (web.listen-address)", reason))?;
-    let telemetry_path = pick(matches, "web.telemetry-path", file.web.telemetry_path);
-    if !telemetry_path.starts_with('/')
-        || telemetry_path == "/"
-        || telemetry_path.starts_with("/-/")
-    {
-        return Err(config_error(
-            "--web.telemetry-path (web.telemetry-path)",
-            format!("{telemetry_path:?} must start with '/' and differ from '/' and '/-/...'"),
-        ));
-    }
-    let web_config_file = match matches.get_one::<String>("web.config.file") {
-        Some(path) if matches.value_source("web.config.file") == Some(ValueSource::CommandLine) => {
-            Some(path.clone())
-        }
-        _ => file.web.config_file.clone(),
-    }
-    .filter(|p| !p.is_empty())
-    .map(PathBuf::from);
+    let telemetry_path =
+        telemetry_path(pick(matches, "web.telemetry-path", file.web.telemetry_path))?;
+    let web_config_file = web_config_file(matches, file.web.config_file);
     let max_requests = pick(
         matches,
         "web.max-requests",
@@ -341,30 +326,20 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
             "expected a whole number (0: no limit)",
         )
     })?;
-    let read_header_timeout = parse_duration(&pick(
+    let read_header_timeout = duration(
         matches,
         "web.read-header-timeout",
-        file.web.read_header_timeout.clone(),
-    ))
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        config_error(
-            "--web.read-header-timeout (web.read-header-timeout)",
-            "expected a positive duration such as 30s",
-        )
-    })?;
-    let request_timeout = parse_duration(&pick(
+        file.web.read_header_timeout,
+        Zero::Refused,
+        "expected a positive duration such as 30s",
+    )?;
+    let request_timeout = duration(
         matches,
         "web.request-timeout",
-        file.web.request_timeout.clone(),
-    ))
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        config_error(
-            "--web.request-timeout (web.request-timeout)",
-            "expected a positive duration such as 30s",
-        )
-    })?;
+        file.web.request_timeout,
+        Zero::Refused,
+        "expected a positive duration such as 30s",
+    )?;
     let roots = Roots {
         sysfs: PathBuf::from(pick(
             matches,
@@ -377,109 +352,23 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
             file.path.procfs.map(|p| p.display().to_string()),
         )),
     };
-    let log_level = match pick(matches, "log.level", file.log.level).as_str() {
-        "debug" => LogLevel::Debug,
-        "info" => LogLevel::Info,
-        "warn" => LogLevel::Warn,
-        "error" => LogLevel::Error,
-        other => {
-            return Err(config_error(
-                "--log.level (log.level)",
-                format!("{other:?} is not one of debug, info, warn, error"),
-            ));
-        }
-    };
-    let log_format = match pick(matches, "log.format", file.log.format).as_str() {
-        "logfmt" => LogFormat::Logfmt,
-        "json" => LogFormat::Json,
-        other => {
-            return Err(config_error(
-                "--log.format (log.format)",
-                format!("{other:?} is not one of logfmt, json"),
-            ));
-        }
-    };
-    let scrape_timeout_max = parse_duration(&pick(
+    let log_level = log_level(&pick(matches, "log.level", file.log.level))?;
+    let log_format = log_format(&pick(matches, "log.format", file.log.format))?;
+    let scrape_timeout_max = duration(
         matches,
         "scrape.timeout-max",
         file.scrape.timeout_max,
-    ))
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        config_error(
-            "--scrape.timeout-max (scrape.timeout-max)",
-            "expected a positive duration such as 10s or 2500ms",
-        )
-    })?;
-    let scrape_timeout_offset = parse_duration(&pick(
+        Zero::Refused,
+        "expected a positive duration such as 10s or 2500ms",
+    )?;
+    let scrape_timeout_offset = duration(
         matches,
         "scrape.timeout-offset",
         file.scrape.timeout_offset,
-    ))
-    .ok_or_else(|| {
-        config_error(
-            "--scrape.timeout-offset (scrape.timeout-offset)",
-            "expected a duration such as 500ms",
-        )
-    })?;
-
-    let mut file_collectors = file.collectors;
-    for name in file_collectors.keys() {
-        if !SOURCES.iter().any(|s| s.name == name) {
-            let known: Vec<_> = SOURCES.iter().map(|s| s.name).collect();
-            return Err(config_error(
-                format!("collectors.{name}"),
-                format!("unknown collector (known: {})", known.join(", ")),
-            ));
-        }
-    }
-    let disable_defaults = matches.get_flag("collector.disable-defaults");
-    let mut collectors = Vec::new();
-    for spec in SOURCES {
-        let mut enabled = spec.default_enabled && !disable_defaults;
-        let mut options = OptionValues::new();
-        if let Some(keys) = file_collectors.remove(spec.name) {
-            for (key, value) in keys {
-                let field = format!("collectors.{}.{key}", spec.name);
-                if key == "enabled" {
-                    match value {
-                        Scalar::Bool(b) => enabled = b,
-                        _ => return Err(config_error(field, "expected true or false")),
-                    }
-                } else if spec.options.iter().any(|o| o.name == key) {
-                    let text = value
-                        .to_option_text()
-                        .map_err(|reason| config_error(&field, reason))?;
-                    options.insert(key, text);
-                } else {
-                    let mut known = vec!["enabled"];
-                    known.extend(spec.options.iter().map(|o| o.name));
-                    return Err(config_error(
-                        field,
-                        format!("unknown key (known: {})", known.join(", ")),
-                    ));
-                }
-            }
-        }
-        if matches.get_flag(&format!("collector.{}", spec.name)) {
-            enabled = true;
-        }
-        if matches.get_flag(&format!("no-collector.{}", spec.name)) {
-            enabled = false;
-        }
-        for option in spec.options {
-            if let Some(value) =
-                matches.get_one::<String>(&format!("collector.{}.{}", spec.name, option.name))
-            {
-                options.insert(option.name.to_owned(), value.clone());
-            }
-        }
-        collectors.push(CollectorConfig {
-            spec,
-            enabled,
-            options,
-        });
-    }
+        Zero::Allowed,
+        "expected a duration such as 500ms",
+    )?;
+    let collectors = collector_configs(matches, file.collectors)?;
     Ok(Config {
         listen_address,
         telemetry_path,
@@ -494,6 +383,150 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
         read_header_timeout,
         request_timeout,
     })
+}
+
+/// Checks `--web.telemetry-path`: the metrics endpoint may not hide the landing page or
+/// the `/-/` endpoints.
+fn telemetry_path(path: String) -> Result<String, ConfigError> {
+    if !path.starts_with('/') || path == "/" || path.starts_with("/-/") {
+        return Err(config_error(
+            "--web.telemetry-path (web.telemetry-path)",
+            format!("{path:?} must start with '/' and differ from '/' and '/-/...'"),
+        ));
+    }
+    Ok(path)
+}
+
+/// `--web.config.file`, else the config file's `web.config-file`; empty is none.
+fn web_config_file(matches: &ArgMatches, file: Option<String>) -> Option<PathBuf> {
+    match matches.get_one::<String>("web.config.file") {
+        Some(path) if matches.value_source("web.config.file") == Some(ValueSource::CommandLine) => {
+            Some(path.clone())
+        }
+        _ => file,
+    }
+    .filter(|p| !p.is_empty())
+    .map(PathBuf::from)
+}
+
+/// Whether a duration flag takes 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Zero {
+    Allowed,
+    Refused,
+}
+
+/// The duration flag `id` (the config file key has the same name); `expected` is the
+/// reason given for a value that does not parse, or for 0 where it is refused.
+fn duration(
+    matches: &ArgMatches,
+    id: &str,
+    file: Option<String>,
+    zero: Zero,
+    expected: &str,
+) -> Result<Duration, ConfigError> {
+    parse_duration(&pick(matches, id, file))
+        .filter(|d| zero == Zero::Allowed || !d.is_zero())
+        .ok_or_else(|| config_error(format!("--{id} ({id})"), expected))
+}
+
+fn log_level(name: &str) -> Result<LogLevel, ConfigError> {
+    match name {
+        "debug" => Ok(LogLevel::Debug),
+        "info" => Ok(LogLevel::Info),
+        "warn" => Ok(LogLevel::Warn),
+        "error" => Ok(LogLevel::Error),
+        other => Err(config_error(
+            "--log.level (log.level)",
+            format!("{other:?} is not one of debug, info, warn, error"),
+        )),
+    }
+}
+
+fn log_format(name: &str) -> Result<LogFormat, ConfigError> {
+    match name {
+        "logfmt" => Ok(LogFormat::Logfmt),
+        "json" => Ok(LogFormat::Json),
+        other => Err(config_error(
+            "--log.format (log.format)",
+            format!("{other:?} is not one of logfmt, json"),
+        )),
+    }
+}
+
+/// Every registered source's settings, in registry order, from the config file's
+/// `collectors` section and the collector flags. A section for an unknown source is an
+/// error.
+fn collector_configs(
+    matches: &ArgMatches,
+    mut file: BTreeMap<String, BTreeMap<String, Scalar>>,
+) -> Result<Vec<CollectorConfig>, ConfigError> {
+    for name in file.keys() {
+        if !SOURCES.iter().any(|s| s.name == name) {
+            let known: Vec<_> = SOURCES.iter().map(|s| s.name).collect();
+            return Err(config_error(
+                format!("collectors.{name}"),
+                format!("unknown collector (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    let disable_defaults = matches.get_flag("collector.disable-defaults");
+    let mut collectors = Vec::new();
+    for spec in SOURCES {
+        let mut config = CollectorConfig {
+            spec,
+            enabled: spec.default_enabled && !disable_defaults,
+            options: OptionValues::new(),
+        };
+        if let Some(keys) = file.remove(spec.name) {
+            apply_file_keys(&mut config, keys)?;
+        }
+        if matches.get_flag(&format!("collector.{}", spec.name)) {
+            config.enabled = true;
+        }
+        if matches.get_flag(&format!("no-collector.{}", spec.name)) {
+            config.enabled = false;
+        }
+        for option in spec.options {
+            if let Some(value) =
+                matches.get_one::<String>(&format!("collector.{}.{}", spec.name, option.name))
+            {
+                config.options.insert(option.name.to_owned(), value.clone());
+            }
+        }
+        collectors.push(config);
+    }
+    Ok(collectors)
+}
+
+/// Applies one source's `collectors.<name>` keys: `enabled` and its options.
+fn apply_file_keys(
+    config: &mut CollectorConfig,
+    keys: BTreeMap<String, Scalar>,
+) -> Result<(), ConfigError> {
+    let spec = config.spec;
+    for (key, value) in keys {
+        let field = format!("collectors.{}.{key}", spec.name);
+        if key == "enabled" {
+            match value {
+                Scalar::Bool(b) => config.enabled = b,
+                _ => return Err(config_error(field, "expected true or false")),
+            }
+        } else if spec.options.iter().any(|o| o.name == key) {
+            let text = value
+                .to_option_text()
+                .map_err(|reason| config_error(&field, reason))?;
+            config.options.insert(key, text);
+        } else {
+            let mut known = vec!["enabled"];
+            known.extend(spec.options.iter().map(|o| o.name));
+            return Err(config_error(
+                field,
+                format!("unknown key (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Resolves `:9477` (all interfaces), `host:port` and `[v6]:port`.
