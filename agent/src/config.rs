@@ -18,16 +18,16 @@ use railscope_collectors::{Roots, SOURCES, SourceSpec};
 use serde::Deserialize;
 
 /// Default listen address.
-pub const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
+pub(crate) const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
 
 /// A configuration error: names the flag or key and says what is wrong.
 #[derive(Debug, thiserror::Error)]
 #[error("{field}: {reason}")]
 pub struct ConfigError {
     /// The flag (`--web.listen-address`) or config key (`collectors.infiniband.foo`).
-    pub field: String,
+    pub(crate) field: String,
     /// What is wrong.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
@@ -39,7 +39,7 @@ fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigEr
 
 /// Log verbosity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     /// Everything.
     Debug,
     /// Start-up, absent subsystems, first occurrence of each error.
@@ -52,7 +52,7 @@ pub enum LogLevel {
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// `ts=... level=... msg="..." key=value`.
     Logfmt,
     /// One JSON object per line.
@@ -61,47 +61,47 @@ pub enum LogFormat {
 
 /// One source's settings.
 #[derive(Debug, Clone)]
-pub struct CollectorConfig {
+pub(crate) struct CollectorConfig {
     /// The registry entry.
-    pub spec: &'static SourceSpec,
+    pub(crate) spec: &'static SourceSpec,
     /// Whether it runs.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// Its option values by option name.
-    pub options: OptionValues,
+    pub(crate) options: OptionValues,
 }
 
 /// The agent's validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Address to listen on (`:9477`, `127.0.0.1:9477`, `[::1]:9477`).
-    pub listen_address: String,
+    pub(crate) listen_address: String,
     /// Path of the metrics endpoint.
-    pub telemetry_path: String,
+    pub(crate) telemetry_path: String,
     /// Where sysfs and procfs are mounted.
-    pub roots: Roots,
+    pub(crate) roots: Roots,
     /// Log verbosity.
-    pub log_level: LogLevel,
+    pub(crate) log_level: LogLevel,
     /// Log format.
-    pub log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
     /// The most time a collection may take, whatever the scraper allows.
-    pub scrape_timeout_max: Duration,
+    pub(crate) scrape_timeout_max: Duration,
     /// How much of the scraper's timeout is left for encoding and the network.
-    pub scrape_timeout_offset: Duration,
+    pub(crate) scrape_timeout_offset: Duration,
     /// Every source in registry order.
-    pub collectors: Vec<CollectorConfig>,
+    pub(crate) collectors: Vec<CollectorConfig>,
     /// The web configuration file (TLS, basic auth, headers), if any.
-    pub web_config_file: Option<PathBuf>,
+    pub(crate) web_config_file: Option<PathBuf>,
     /// Concurrent metrics requests served; 0: no limit.
-    pub max_requests: usize,
+    pub(crate) max_requests: usize,
     /// Time for a TLS handshake and for each request head (also the keep-alive idle limit).
-    pub read_header_timeout: Duration,
+    pub(crate) read_header_timeout: Duration,
     /// Time for a handler to answer, and the longest a response write may stall.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
 }
 
 /// What the command line asks for.
 #[derive(Debug)]
-pub enum Invocation {
+pub(crate) enum Invocation {
     /// Run the agent.
     Run(Box<Config>),
     /// Print this text (help or version) and exit successfully.
@@ -187,7 +187,7 @@ impl Scalar {
 }
 
 /// The command-line interface, with one flag set per registered source.
-pub fn command() -> Command {
+pub(crate) fn command() -> Command {
     let mut cmd = Command::new("railscope")
         .version(crate::build_info::VERSION)
         .long_version(format!("{} (revision {})", crate::build_info::VERSION, crate::build_info::REVISION))
@@ -259,7 +259,7 @@ fn flag_value(name: &'static str, help: &'static str, default: &'static str) -> 
 }
 
 /// Parses the command line (and the config file it names).
-pub fn parse<I, T>(args: I) -> Result<Invocation, ConfigError>
+pub(crate) fn parse<I, T>(args: I) -> Result<Invocation, ConfigError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -530,7 +530,7 @@ fn apply_file_keys(
 }
 
 /// Resolves `:9477` (all interfaces), `host:port` and `[v6]:port`.
-pub fn validate_listen_address(address: &str) -> Result<(), String> {
+pub(crate) fn validate_listen_address(address: &str) -> Result<(), String> {
     let (host, port) = address
         .rsplit_once(':')
         .ok_or_else(|| format!("{address:?} is not [host]:port"))?;
@@ -543,7 +543,7 @@ pub fn validate_listen_address(address: &str) -> Result<(), String> {
 }
 
 /// Parses a Prometheus-style duration: `10s`, `500ms`, `1m30s`, `1.5s`.
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     if text.is_empty() {
         return None;

@@ -5,19 +5,22 @@
 //!   [`config::Config`];
 //! * [`scheduler::Scheduler`]: runs the enabled sources of `railscope-collectors` in
 //!   parallel under a deadline and lets concurrent scrapes share one collection;
-//! * [`mapping`]: snapshot → metric families; [`exposition`]: families → Prometheus text
+//! * `mapping`: snapshot → metric families; `exposition`: families → Prometheus text
 //!   0.0.4 or OpenMetrics;
-//! * [`http`]: [`http::server`], the HTTP endpoints and the accept loop with its limits;
-//!   [`http::web_config`], the `--web.config.file` (TLS, basic auth, headers) and its
-//!   reloads; [`http::basic_auth`], bcrypt verification with a verdict cache.
+//! * `http`: `http::server`, the HTTP endpoints and the accept loop with its limits;
+//!   `http::web_config`, the `--web.config.file` (TLS, basic auth, headers) and its
+//!   reloads; `http::basic_auth`, bcrypt verification with a verdict cache.
+//!
+//! Only what `main` and [`build_scheduler`]'s signature need is public; the modules named
+//! without links are crate-private (`cargo doc --document-private-items` shows them).
 
-pub mod build_info;
+pub(crate) mod build_info;
 pub mod config;
-pub mod exposition;
-pub mod http;
-pub mod logging;
-pub mod mapping;
-pub mod process;
+pub(crate) mod exposition;
+pub(crate) mod http;
+pub(crate) mod logging;
+pub(crate) mod mapping;
+pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
 pub mod scheduler;
@@ -115,7 +118,7 @@ pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
 }
 
 /// Loads `--web.config.file`; an invalid file names the file and the key.
-pub fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
+pub(crate) fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
     let Some(path) = &config.web_config_file else {
         return Ok(WebState::new(None, WebConfig::plain()));
     };

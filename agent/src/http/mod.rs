@@ -10,6 +10,6 @@
 //! * [`basic_auth`]: bcrypt verification of `Authorization` headers, with a verdict cache so
 //!   that a scrape every few seconds costs one bcrypt per password change.
 
-pub mod basic_auth;
-pub mod server;
-pub mod web_config;
+pub(crate) mod basic_auth;
+pub(crate) mod server;
+pub(crate) mod web_config;

@@ -28,12 +28,12 @@ use serde::Deserialize;
 /// An invalid web configuration: the key (`tls_server_config.client_auth_type`) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{reason}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
-pub struct WebConfigError {
+pub(crate) struct WebConfigError {
     /// The key, dotted from the top of the file; empty when the file as a whole is at fault
     /// (unreadable, not YAML, an unknown key: the reason names it).
-    pub field: String,
+    pub(crate) field: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn error(field: impl Into<String>, reason: impl Into<String>) -> WebConfigError {
@@ -46,7 +46,8 @@ fn error(field: impl Into<String>, reason: impl Into<String>) -> WebConfigError 
 /// The bcrypt hash unknown users are checked against, so that an unknown user costs as much
 /// time as a known one (no user enumeration by timing). The password is "fakepassword"; the
 /// same hash exporter-toolkit uses.
-pub const FAKE_BCRYPT_HASH: &str = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
+pub(crate) const FAKE_BCRYPT_HASH: &str =
+    "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
 
 /// Response headers that may be configured, with their allowed values (`None`: any value);
 /// exporter-toolkit's list.
@@ -169,7 +170,7 @@ struct FileHttp {
 
 /// How a client certificate is asked for and checked (Go's `tls.ClientAuthType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientAuth {
+pub(crate) enum ClientAuth {
     /// No client certificate is requested.
     NoClientCert,
     /// One is requested; none or any is accepted, unverified.
@@ -209,24 +210,24 @@ impl ClientAuth {
 
 /// A validated web configuration.
 #[derive(Debug, Clone)]
-pub struct WebConfig {
+pub(crate) struct WebConfig {
     /// The TLS server configuration; `None` serves plain HTTP.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     /// Basic auth users and their bcrypt hashes; empty: no authentication.
-    pub users: BTreeMap<String, String>,
+    pub(crate) users: BTreeMap<String, String>,
     /// Headers added to every response.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     /// `http_server_config.http2` as given (default true). railscope serves HTTP/1.1 only,
     /// so it has no effect; it is accepted so that one file serves every exporter.
-    pub http2: bool,
+    pub(crate) http2: bool,
     /// The files this configuration was read from: the web config file, then the
     /// certificate, key and client CA files it names.
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 impl WebConfig {
     /// No TLS, no users, no headers: what runs without `--web.config.file`.
-    pub fn plain() -> WebConfig {
+    pub(crate) fn plain() -> WebConfig {
         WebConfig {
             tls: None,
             users: BTreeMap::new(),
@@ -239,7 +240,7 @@ impl WebConfig {
 
 /// Reads and validates the web configuration file at `path`. Relative file names in it are
 /// relative to the file's directory, as in exporter-toolkit.
-pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
+pub(crate) fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| error("", format!("cannot read: {e}")))?;
     let file = if text.trim().is_empty() {
         FileWebConfig::default()
@@ -729,7 +730,7 @@ fn stamps(files: &[PathBuf]) -> Vec<Stamp> {
 
 /// The live web configuration, swapped when its files change.
 #[derive(Debug)]
-pub struct WebState {
+pub(crate) struct WebState {
     path: Option<PathBuf>,
     current: RwLock<Arc<WebConfig>>,
     seen: std::sync::Mutex<Vec<Stamp>>,
@@ -737,7 +738,7 @@ pub struct WebState {
 
 impl WebState {
     /// The state for `config`, loaded from `path` (`None`: no web config file).
-    pub fn new(path: Option<PathBuf>, config: WebConfig) -> WebState {
+    pub(crate) fn new(path: Option<PathBuf>, config: WebConfig) -> WebState {
         let seen = stamps(&config.files);
         WebState {
             path,
@@ -747,12 +748,12 @@ impl WebState {
     }
 
     /// Whether a web config file is watched.
-    pub fn has_file(&self) -> bool {
+    pub(crate) fn has_file(&self) -> bool {
         self.path.is_some()
     }
 
     /// The configuration in force.
-    pub fn current(&self) -> Arc<WebConfig> {
+    pub(crate) fn current(&self) -> Arc<WebConfig> {
         match self.current.read() {
             Ok(guard) => Arc::clone(&guard),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
@@ -762,7 +763,7 @@ impl WebState {
     /// Re-reads the configuration when one of its files changed since the last look.
     /// A new configuration that is invalid, or that would turn TLS on or off (that needs a
     /// restart: the listener's protocol is fixed), is logged once and the old one kept.
-    pub fn reload_if_changed(&self) {
+    pub(crate) fn reload_if_changed(&self) {
         let Some(path) = &self.path else { return };
         let current = self.current();
         let now = stamps(&current.files);

@@ -6,7 +6,7 @@ use railscope_collectors::sources::gpu::{Gpu, GpuState, Snapshot};
 use crate::exposition::Family;
 
 /// The `gpu` source's families.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     let mut families = identity_families(snapshot);
     families.extend(usage_families(&snapshot.gpus));
     families.extend(memory_health_families(&snapshot.gpus));

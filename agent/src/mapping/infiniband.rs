@@ -194,7 +194,7 @@ fn with(
 }
 
 /// Maps a snapshot to its families, in a fixed order.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     let mut out = device_families(snapshot);
     out.extend(port_link_families(snapshot));
     out.extend(pma_families(snapshot));
