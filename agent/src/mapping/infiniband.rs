@@ -203,13 +203,13 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     out
 }
 
-/// Every port of every device, with its device's name, in snapshot order.
-fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&str, &Port)> {
+/// Every port of every device with its `device` and `port` labels, in snapshot order.
+fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&Port, Vec<(&'static str, String)>)> {
     snapshot.devices.iter().flat_map(|device| {
         device
             .ports
             .iter()
-            .map(move |port| (device.name.as_str(), port))
+            .map(move |port| (port, device_port(&device.name, port)))
     })
 }
 
@@ -315,8 +315,7 @@ fn port_link_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_ib_port_max_mtu_bytes",
         "Largest RDMA MTU the port supports, from ibv_query_port.",
     );
-    for (name, port) in ports(snapshot) {
-        let labels = device_port(name, port);
+    for (port, labels) in ports(snapshot) {
         port_info.push(with(labels.clone(), &port_description(port)), 1u64);
         if let Some(s) = &port.state {
             state.push(labels.clone(), s.value);
@@ -400,8 +399,7 @@ fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_ib_port_pma_saturated",
         "1 when a PMA counter of known width sits at its maximum: it saturates instead of wrapping and can no longer count.",
     );
-    for (name, port) in ports(snapshot) {
-        let labels = device_port(name, port);
+    for (port, labels) in ports(snapshot) {
         for counter in &port.pma {
             map_pma(counter, &labels, &mut named, &mut pma_other);
             if counter.bits.is_some() {
@@ -426,8 +424,7 @@ fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_rdma_port_hw_stats_lifespan_seconds",
         "How long the kernel caches port-level hw_counters values (hw_counters/lifespan).",
     );
-    for (name, port) in ports(snapshot) {
-        let labels = device_port(name, port);
+    for (port, labels) in ports(snapshot) {
         for counter in &port.hw_counters {
             port_hw.push(
                 with(labels.clone(), &[("counter", &counter.name)]),
@@ -452,9 +449,8 @@ fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_ib_port_gid_entries",
         "Non-empty GID table entries of the port by GID type.",
     );
-    for (name, port) in ports(snapshot) {
+    for (port, labels) in ports(snapshot) {
         let Some(gids) = &port.gids else { continue };
-        let labels = device_port(name, port);
         let mut types: Vec<(&str, u64)> = vec![("IB/RoCE v1", 0), ("RoCE v2", 0)];
         for gid in gids {
             let gid_type = gid.gid_type.as_deref().unwrap_or_default();
