@@ -1,7 +1,7 @@
 //! Version and source revision, fixed at build time.
 
 /// The crate version.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The git revision the binary was built from (`RAILSCOPE_REVISION` or `git rev-parse`),
 /// `unknown` outside a git checkout.
-pub const REVISION: &str = env!("RAILSCOPE_REVISION");
+pub(crate) const REVISION: &str = env!("RAILSCOPE_REVISION");

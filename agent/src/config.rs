@@ -18,16 +18,16 @@ use railscope_collectors::{Roots, SOURCES, SourceSpec};
 use serde::Deserialize;
 
 /// Default listen address.
-pub const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
+pub(crate) const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
 
 /// A configuration error: names the flag or key and says what is wrong.
 #[derive(Debug, thiserror::Error)]
 #[error("{field}: {reason}")]
 pub struct ConfigError {
     /// The flag (`--web.listen-address`) or config key (`collectors.infiniband.foo`).
-    pub field: String,
+    pub(crate) field: String,
     /// What is wrong.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
@@ -39,7 +39,7 @@ fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigEr
 
 /// Log verbosity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     /// Everything.
     Debug,
     /// Start-up, absent subsystems, first occurrence of each error.
@@ -52,7 +52,7 @@ pub enum LogLevel {
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// `ts=... level=... msg="..." key=value`.
     Logfmt,
     /// One JSON object per line.
@@ -61,47 +61,47 @@ pub enum LogFormat {
 
 /// One source's settings.
 #[derive(Debug, Clone)]
-pub struct CollectorConfig {
+pub(crate) struct CollectorConfig {
     /// The registry entry.
-    pub spec: &'static SourceSpec,
+    pub(crate) spec: &'static SourceSpec,
     /// Whether it runs.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// Its option values by option name.
-    pub options: OptionValues,
+    pub(crate) options: OptionValues,
 }
 
 /// The agent's validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Address to listen on (`:9477`, `127.0.0.1:9477`, `[::1]:9477`).
-    pub listen_address: String,
+    pub(crate) listen_address: String,
     /// Path of the metrics endpoint.
-    pub telemetry_path: String,
+    pub(crate) telemetry_path: String,
     /// Where sysfs and procfs are mounted.
-    pub roots: Roots,
+    pub(crate) roots: Roots,
     /// Log verbosity.
-    pub log_level: LogLevel,
+    pub(crate) log_level: LogLevel,
     /// Log format.
-    pub log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
     /// The most time a collection may take, whatever the scraper allows.
-    pub scrape_timeout_max: Duration,
+    pub(crate) scrape_timeout_max: Duration,
     /// How much of the scraper's timeout is left for encoding and the network.
-    pub scrape_timeout_offset: Duration,
+    pub(crate) scrape_timeout_offset: Duration,
     /// Every source in registry order.
-    pub collectors: Vec<CollectorConfig>,
+    pub(crate) collectors: Vec<CollectorConfig>,
     /// The web configuration file (TLS, basic auth, headers), if any.
-    pub web_config_file: Option<PathBuf>,
+    pub(crate) web_config_file: Option<PathBuf>,
     /// Concurrent metrics requests served; 0: no limit.
-    pub max_requests: usize,
+    pub(crate) max_requests: usize,
     /// Time for a TLS handshake and for each request head (also the keep-alive idle limit).
-    pub read_header_timeout: Duration,
+    pub(crate) read_header_timeout: Duration,
     /// Time for a handler to answer, and the longest a response write may stall.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
 }
 
 /// What the command line asks for.
 #[derive(Debug)]
-pub enum Invocation {
+pub(crate) enum Invocation {
     /// Run the agent.
     Run(Box<Config>),
     /// Print this text (help or version) and exit successfully.
@@ -187,7 +187,7 @@ impl Scalar {
 }
 
 /// The command-line interface, with one flag set per registered source.
-pub fn command() -> Command {
+pub(crate) fn command() -> Command {
     let mut cmd = Command::new("railscope")
         .version(crate::build_info::VERSION)
         .long_version(format!("{} (revision {})", crate::build_info::VERSION, crate::build_info::REVISION))
@@ -259,7 +259,7 @@ fn flag_value(name: &'static str, help: &'static str, default: &'static str) -> 
 }
 
 /// Parses the command line (and the config file it names).
-pub fn parse<I, T>(args: I) -> Result<Invocation, ConfigError>
+pub(crate) fn parse<I, T>(args: I) -> Result<Invocation, ConfigError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -311,24 +311,9 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
     let listen_address = pick(matches, "web.listen-address", file.web.listen_address);
     validate_listen_address(&listen_address)
         .map_err(|reason| config_error("--web.listen-address (web.listen-address)", reason))?;
-    let telemetry_path = pick(matches, "web.telemetry-path", file.web.telemetry_path);
-    if !telemetry_path.starts_with('/')
-        || telemetry_path == "/"
-        || telemetry_path.starts_with("/-/")
-    {
-        return Err(config_error(
-            "--web.telemetry-path (web.telemetry-path)",
-            format!("{telemetry_path:?} must start with '/' and differ from '/' and '/-/...'"),
-        ));
-    }
-    let web_config_file = match matches.get_one::<String>("web.config.file") {
-        Some(path) if matches.value_source("web.config.file") == Some(ValueSource::CommandLine) => {
-            Some(path.clone())
-        }
-        _ => file.web.config_file.clone(),
-    }
-    .filter(|p| !p.is_empty())
-    .map(PathBuf::from);
+    let telemetry_path =
+        telemetry_path(pick(matches, "web.telemetry-path", file.web.telemetry_path))?;
+    let web_config_file = web_config_file(matches, file.web.config_file);
     let max_requests = pick(
         matches,
         "web.max-requests",
@@ -341,30 +326,20 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
             "expected a whole number (0: no limit)",
         )
     })?;
-    let read_header_timeout = parse_duration(&pick(
+    let read_header_timeout = duration(
         matches,
         "web.read-header-timeout",
-        file.web.read_header_timeout.clone(),
-    ))
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        config_error(
-            "--web.read-header-timeout (web.read-header-timeout)",
-            "expected a positive duration such as 30s",
-        )
-    })?;
-    let request_timeout = parse_duration(&pick(
+        file.web.read_header_timeout,
+        Zero::Refused,
+        "expected a positive duration such as 30s",
+    )?;
+    let request_timeout = duration(
         matches,
         "web.request-timeout",
-        file.web.request_timeout.clone(),
-    ))
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        config_error(
-            "--web.request-timeout (web.request-timeout)",
-            "expected a positive duration such as 30s",
-        )
-    })?;
+        file.web.request_timeout,
+        Zero::Refused,
+        "expected a positive duration such as 30s",
+    )?;
     let roots = Roots {
         sysfs: PathBuf::from(pick(
             matches,
@@ -377,109 +352,23 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
             file.path.procfs.map(|p| p.display().to_string()),
         )),
     };
-    let log_level = match pick(matches, "log.level", file.log.level).as_str() {
-        "debug" => LogLevel::Debug,
-        "info" => LogLevel::Info,
-        "warn" => LogLevel::Warn,
-        "error" => LogLevel::Error,
-        other => {
-            return Err(config_error(
-                "--log.level (log.level)",
-                format!("{other:?} is not one of debug, info, warn, error"),
-            ));
-        }
-    };
-    let log_format = match pick(matches, "log.format", file.log.format).as_str() {
-        "logfmt" => LogFormat::Logfmt,
-        "json" => LogFormat::Json,
-        other => {
-            return Err(config_error(
-                "--log.format (log.format)",
-                format!("{other:?} is not one of logfmt, json"),
-            ));
-        }
-    };
-    let scrape_timeout_max = parse_duration(&pick(
+    let log_level = log_level(&pick(matches, "log.level", file.log.level))?;
+    let log_format = log_format(&pick(matches, "log.format", file.log.format))?;
+    let scrape_timeout_max = duration(
         matches,
         "scrape.timeout-max",
         file.scrape.timeout_max,
-    ))
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        config_error(
-            "--scrape.timeout-max (scrape.timeout-max)",
-            "expected a positive duration such as 10s or 2500ms",
-        )
-    })?;
-    let scrape_timeout_offset = parse_duration(&pick(
+        Zero::Refused,
+        "expected a positive duration such as 10s or 2500ms",
+    )?;
+    let scrape_timeout_offset = duration(
         matches,
         "scrape.timeout-offset",
         file.scrape.timeout_offset,
-    ))
-    .ok_or_else(|| {
-        config_error(
-            "--scrape.timeout-offset (scrape.timeout-offset)",
-            "expected a duration such as 500ms",
-        )
-    })?;
-
-    let mut file_collectors = file.collectors;
-    for name in file_collectors.keys() {
-        if !SOURCES.iter().any(|s| s.name == name) {
-            let known: Vec<_> = SOURCES.iter().map(|s| s.name).collect();
-            return Err(config_error(
-                format!("collectors.{name}"),
-                format!("unknown collector (known: {})", known.join(", ")),
-            ));
-        }
-    }
-    let disable_defaults = matches.get_flag("collector.disable-defaults");
-    let mut collectors = Vec::new();
-    for spec in SOURCES {
-        let mut enabled = spec.default_enabled && !disable_defaults;
-        let mut options = OptionValues::new();
-        if let Some(keys) = file_collectors.remove(spec.name) {
-            for (key, value) in keys {
-                let field = format!("collectors.{}.{key}", spec.name);
-                if key == "enabled" {
-                    match value {
-                        Scalar::Bool(b) => enabled = b,
-                        _ => return Err(config_error(field, "expected true or false")),
-                    }
-                } else if spec.options.iter().any(|o| o.name == key) {
-                    let text = value
-                        .to_option_text()
-                        .map_err(|reason| config_error(&field, reason))?;
-                    options.insert(key, text);
-                } else {
-                    let mut known = vec!["enabled"];
-                    known.extend(spec.options.iter().map(|o| o.name));
-                    return Err(config_error(
-                        field,
-                        format!("unknown key (known: {})", known.join(", ")),
-                    ));
-                }
-            }
-        }
-        if matches.get_flag(&format!("collector.{}", spec.name)) {
-            enabled = true;
-        }
-        if matches.get_flag(&format!("no-collector.{}", spec.name)) {
-            enabled = false;
-        }
-        for option in spec.options {
-            if let Some(value) =
-                matches.get_one::<String>(&format!("collector.{}.{}", spec.name, option.name))
-            {
-                options.insert(option.name.to_owned(), value.clone());
-            }
-        }
-        collectors.push(CollectorConfig {
-            spec,
-            enabled,
-            options,
-        });
-    }
+        Zero::Allowed,
+        "expected a duration such as 500ms",
+    )?;
+    let collectors = collector_configs(matches, file.collectors)?;
     Ok(Config {
         listen_address,
         telemetry_path,
@@ -496,8 +385,152 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
     })
 }
 
+/// Checks `--web.telemetry-path`: the metrics endpoint may not hide the landing page or
+/// the `/-/` endpoints.
+fn telemetry_path(path: String) -> Result<String, ConfigError> {
+    if !path.starts_with('/') || path == "/" || path.starts_with("/-/") {
+        return Err(config_error(
+            "--web.telemetry-path (web.telemetry-path)",
+            format!("{path:?} must start with '/' and differ from '/' and '/-/...'"),
+        ));
+    }
+    Ok(path)
+}
+
+/// `--web.config.file`, else the config file's `web.config-file`; empty is none.
+fn web_config_file(matches: &ArgMatches, file: Option<String>) -> Option<PathBuf> {
+    match matches.get_one::<String>("web.config.file") {
+        Some(path) if matches.value_source("web.config.file") == Some(ValueSource::CommandLine) => {
+            Some(path.clone())
+        }
+        _ => file,
+    }
+    .filter(|p| !p.is_empty())
+    .map(PathBuf::from)
+}
+
+/// Whether a duration flag takes 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Zero {
+    Allowed,
+    Refused,
+}
+
+/// The duration flag `id` (the config file key has the same name); `expected` is the
+/// reason given for a value that does not parse, or for 0 where it is refused.
+fn duration(
+    matches: &ArgMatches,
+    id: &str,
+    file: Option<String>,
+    zero: Zero,
+    expected: &str,
+) -> Result<Duration, ConfigError> {
+    parse_duration(&pick(matches, id, file))
+        .filter(|d| zero == Zero::Allowed || !d.is_zero())
+        .ok_or_else(|| config_error(format!("--{id} ({id})"), expected))
+}
+
+fn log_level(name: &str) -> Result<LogLevel, ConfigError> {
+    match name {
+        "debug" => Ok(LogLevel::Debug),
+        "info" => Ok(LogLevel::Info),
+        "warn" => Ok(LogLevel::Warn),
+        "error" => Ok(LogLevel::Error),
+        other => Err(config_error(
+            "--log.level (log.level)",
+            format!("{other:?} is not one of debug, info, warn, error"),
+        )),
+    }
+}
+
+fn log_format(name: &str) -> Result<LogFormat, ConfigError> {
+    match name {
+        "logfmt" => Ok(LogFormat::Logfmt),
+        "json" => Ok(LogFormat::Json),
+        other => Err(config_error(
+            "--log.format (log.format)",
+            format!("{other:?} is not one of logfmt, json"),
+        )),
+    }
+}
+
+/// Every registered source's settings, in registry order, from the config file's
+/// `collectors` section and the collector flags. A section for an unknown source is an
+/// error.
+fn collector_configs(
+    matches: &ArgMatches,
+    mut file: BTreeMap<String, BTreeMap<String, Scalar>>,
+) -> Result<Vec<CollectorConfig>, ConfigError> {
+    for name in file.keys() {
+        if !SOURCES.iter().any(|s| s.name == name) {
+            let known: Vec<_> = SOURCES.iter().map(|s| s.name).collect();
+            return Err(config_error(
+                format!("collectors.{name}"),
+                format!("unknown collector (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    let disable_defaults = matches.get_flag("collector.disable-defaults");
+    let mut collectors = Vec::new();
+    for spec in SOURCES {
+        let mut config = CollectorConfig {
+            spec,
+            enabled: spec.default_enabled && !disable_defaults,
+            options: OptionValues::new(),
+        };
+        if let Some(keys) = file.remove(spec.name) {
+            apply_file_keys(&mut config, keys)?;
+        }
+        if matches.get_flag(&format!("collector.{}", spec.name)) {
+            config.enabled = true;
+        }
+        if matches.get_flag(&format!("no-collector.{}", spec.name)) {
+            config.enabled = false;
+        }
+        for option in spec.options {
+            if let Some(value) =
+                matches.get_one::<String>(&format!("collector.{}.{}", spec.name, option.name))
+            {
+                config.options.insert(option.name.to_owned(), value.clone());
+            }
+        }
+        collectors.push(config);
+    }
+    Ok(collectors)
+}
+
+/// Applies one source's `collectors.<name>` keys: `enabled` and its options.
+fn apply_file_keys(
+    config: &mut CollectorConfig,
+    keys: BTreeMap<String, Scalar>,
+) -> Result<(), ConfigError> {
+    let spec = config.spec;
+    for (key, value) in keys {
+        let field = format!("collectors.{}.{key}", spec.name);
+        if key == "enabled" {
+            match value {
+                Scalar::Bool(b) => config.enabled = b,
+                _ => return Err(config_error(field, "expected true or false")),
+            }
+        } else if spec.options.iter().any(|o| o.name == key) {
+            let text = value
+                .to_option_text()
+                .map_err(|reason| config_error(&field, reason))?;
+            config.options.insert(key, text);
+        } else {
+            let mut known = vec!["enabled"];
+            known.extend(spec.options.iter().map(|o| o.name));
+            return Err(config_error(
+                field,
+                format!("unknown key (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Resolves `:9477` (all interfaces), `host:port` and `[v6]:port`.
-pub fn validate_listen_address(address: &str) -> Result<(), String> {
+pub(crate) fn validate_listen_address(address: &str) -> Result<(), String> {
     let (host, port) = address
         .rsplit_once(':')
         .ok_or_else(|| format!("{address:?} is not [host]:port"))?;
@@ -510,7 +543,7 @@ pub fn validate_listen_address(address: &str) -> Result<(), String> {
 }
 
 /// Parses a Prometheus-style duration: `10s`, `500ms`, `1m30s`, `1.5s`.
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     if text.is_empty() {
         return None;

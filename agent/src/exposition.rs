@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 /// The type of a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricType {
+pub(crate) enum MetricType {
     /// A value that goes up and down.
     Gauge,
     /// A monotonically increasing count; samples are named `<family>_total`.
@@ -20,7 +20,7 @@ pub enum MetricType {
 
 /// A sample value.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// An integer, printed exactly.
     U64(u64),
     /// A signed integer, printed exactly.
@@ -57,31 +57,31 @@ impl From<bool> for Value {
 
 /// One series: label pairs and a value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Label names and values, in output order.
-    pub labels: Vec<(&'static str, String)>,
+    pub(crate) labels: Vec<(&'static str, String)>,
     /// The value.
-    pub value: Value,
+    pub(crate) value: Value,
 }
 
 /// A metric family: one name, help text and type, and its samples.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Family {
+pub(crate) struct Family {
     /// The family name; without `_total` for counters and without `_info` for info metrics.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// One sentence of help.
-    pub help: &'static str,
+    pub(crate) help: &'static str,
     /// The family's type.
-    pub kind: MetricType,
+    pub(crate) kind: MetricType,
     /// The unit the name ends with (`bytes`, `seconds`), declared in OpenMetrics.
-    pub unit: Option<&'static str>,
+    pub(crate) unit: Option<&'static str>,
     /// The samples.
-    pub samples: Vec<Sample>,
+    pub(crate) samples: Vec<Sample>,
 }
 
 impl Family {
     /// An empty gauge family.
-    pub fn gauge(name: &'static str, help: &'static str) -> Self {
+    pub(crate) fn gauge(name: &'static str, help: &'static str) -> Self {
         Family {
             name,
             help,
@@ -92,7 +92,7 @@ impl Family {
     }
 
     /// An empty counter family (`name` without `_total`).
-    pub fn counter(name: &'static str, help: &'static str) -> Self {
+    pub(crate) fn counter(name: &'static str, help: &'static str) -> Self {
         Family {
             name,
             help,
@@ -103,7 +103,7 @@ impl Family {
     }
 
     /// An empty info family (`name` without `_info`).
-    pub fn info(name: &'static str, help: &'static str) -> Self {
+    pub(crate) fn info(name: &'static str, help: &'static str) -> Self {
         Family {
             name,
             help,
@@ -114,7 +114,7 @@ impl Family {
     }
 
     /// Adds a sample.
-    pub fn push(&mut self, labels: Vec<(&'static str, String)>, value: impl Into<Value>) {
+    pub(crate) fn push(&mut self, labels: Vec<(&'static str, String)>, value: impl Into<Value>) {
         self.samples.push(Sample {
             labels,
             value: value.into(),
@@ -122,7 +122,7 @@ impl Family {
     }
 
     /// The name samples carry.
-    pub fn sample_name(&self) -> String {
+    pub(crate) fn sample_name(&self) -> String {
         match self.kind {
             MetricType::Gauge => self.name.to_owned(),
             MetricType::Counter => format!("{}_total", self.name),
@@ -139,7 +139,7 @@ fn unit_of(name: &str) -> Option<&'static str> {
 
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// Prometheus text format 0.0.4.
     Prometheus,
     /// OpenMetrics 1.0.0 text.
@@ -148,7 +148,7 @@ pub enum Format {
 
 impl Format {
     /// The HTTP `Content-Type` of the format.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -157,7 +157,7 @@ impl Format {
 
     /// Chooses the format from an `Accept` header: OpenMetrics when the scraper accepts it
     /// with a non-zero quality, the classic text format otherwise.
-    pub fn negotiate(accept: Option<&str>) -> Format {
+    pub(crate) fn negotiate(accept: Option<&str>) -> Format {
         let Some(accept) = accept else {
             return Format::Prometheus;
         };
@@ -187,7 +187,7 @@ impl Format {
 }
 
 /// Encodes `families` in `format`. Families without samples are left out.
-pub fn encode(families: &[Family], format: Format) -> String {
+pub(crate) fn encode(families: &[Family], format: Format) -> String {
     let mut out = String::with_capacity(families.iter().map(|f| f.samples.len() * 96 + 128).sum());
     for family in families.iter().filter(|f| !f.samples.is_empty()) {
         let (header_name, kind) = match (format, family.kind) {

@@ -7,25 +7,26 @@
 //!   `railscope-collectors` its deadline (the earliest among the scrapes waiting), takes each
 //!   source's outcome up as it comes, and lets concurrent scrapes share one collection;
 //! * [`collection`]: what a collection produced, shared by the scheduler and the mapping;
-//! * [`mapping`]: snapshot → metric families; [`exposition`]: families → Prometheus text
+//! * `mapping`: snapshot → metric families; `exposition`: families → Prometheus text
 //!   0.0.4 or OpenMetrics;
-//! * [`server`]: the HTTP endpoints and the accept loop with its limits;
-//!   [`web_config`]: the `--web.config.file` (TLS, basic auth, headers) and its reloads;
-//!   [`basic_auth`]: bcrypt verification with a verdict cache.
+//! * `http`: `http::server`, the HTTP endpoints and the accept loop with its limits;
+//!   `http::web_config`, the `--web.config.file` (TLS, basic auth, headers) and its
+//!   reloads; `http::basic_auth`, bcrypt verification with a verdict cache.
+//!
+//! Only what `main` and [`build_scheduler`]'s signature need is public; the modules named
+//! without links are crate-private (`cargo doc --document-private-items` shows them).
 
-pub mod basic_auth;
-pub mod build_info;
+pub(crate) mod build_info;
 pub mod collection;
 pub mod config;
-pub mod exposition;
-pub mod logging;
-pub mod mapping;
-pub mod process;
+pub(crate) mod exposition;
+pub(crate) mod http;
+pub(crate) mod logging;
+pub(crate) mod mapping;
+pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
 pub mod scheduler;
-pub mod server;
-pub mod web_config;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -33,8 +34,9 @@ use std::sync::Arc;
 use railscope_collectors::Collectors;
 
 use crate::config::{Config, ConfigError, Invocation};
+use crate::http::web_config::{WebConfig, WebState};
+use crate::http::{server, web_config};
 use crate::scheduler::Scheduler;
-use crate::web_config::{WebConfig, WebState};
 
 /// Why the agent stopped with a failure.
 #[derive(Debug, thiserror::Error)]
@@ -115,7 +117,7 @@ pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
 }
 
 /// Loads `--web.config.file`; an invalid file names the file and the key.
-pub fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
+pub(crate) fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
     let Some(path) = &config.web_config_file else {
         return Ok(WebState::new(None, WebConfig::plain()));
     };

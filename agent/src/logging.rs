@@ -13,7 +13,7 @@ use tracing_subscriber::registry::LookupSpan;
 use crate::config::{LogFormat, LogLevel};
 
 /// Installs the global logger. Calling it twice is harmless (the second call is ignored).
-pub fn init(level: LogLevel, format: LogFormat) {
+pub(crate) fn init(level: LogLevel, format: LogFormat) {
     let max = match level {
         LogLevel::Debug => Level::DEBUG,
         LogLevel::Info => Level::INFO,
@@ -36,7 +36,7 @@ pub fn init(level: LogLevel, format: LogFormat) {
 
 /// The logfmt event format.
 #[derive(Debug, Clone, Copy)]
-pub struct Logfmt;
+pub(crate) struct Logfmt;
 
 impl<S, N> FormatEvent<S, N> for Logfmt
 where

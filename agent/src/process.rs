@@ -8,25 +8,25 @@ use procfs::WithCurrentSystemInfo;
 
 /// A snapshot of the agent's own resource use.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProcessStats {
+pub(crate) struct ProcessStats {
     /// User plus system CPU time in seconds.
-    pub cpu_seconds: f64,
+    pub(crate) cpu_seconds: f64,
     /// Resident set size in bytes.
-    pub resident_memory_bytes: u64,
+    pub(crate) resident_memory_bytes: u64,
     /// Virtual memory size in bytes.
-    pub virtual_memory_bytes: u64,
+    pub(crate) virtual_memory_bytes: u64,
     /// Open file descriptors.
-    pub open_fds: u64,
+    pub(crate) open_fds: u64,
     /// The soft limit on open file descriptors, unless unlimited.
-    pub max_fds: Option<u64>,
+    pub(crate) max_fds: Option<u64>,
     /// Start time since the Unix epoch in seconds.
-    pub start_time_seconds: f64,
+    pub(crate) start_time_seconds: f64,
     /// OS threads.
-    pub threads: u64,
+    pub(crate) threads: u64,
 }
 
 /// Reads the agent's statistics.
-pub fn read() -> Result<ProcessStats, procfs::ProcError> {
+pub(crate) fn read() -> Result<ProcessStats, procfs::ProcError> {
     let me = procfs::process::Process::myself()?;
     let stat = me.stat()?;
     let ticks = procfs::ticks_per_second() as f64;

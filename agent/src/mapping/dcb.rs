@@ -12,7 +12,7 @@ use railscope_collectors::sources::dcb::Snapshot;
 use crate::exposition::Family;
 
 /// The `dcb` source's families, in a fixed order.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     let mut capability = Family::gauge(
         "railscope_dcb_pfc_capability",
         "Traffic classes that may have PFC enabled at once (ieee_pfc.pfc_cap).",

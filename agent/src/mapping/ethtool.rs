@@ -215,7 +215,7 @@ fn series(netdev: &str, stat: Stat) -> (F, Vec<(&'static str, String)>) {
 }
 
 /// The `ethtool` source's families.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     let mut out = empty_families();
     for netdev in &snapshot.netdevs {
         for (stat, value) in &netdev.known {

@@ -1,12 +1,33 @@
 //! Maps the `gpu` source's snapshot to metric families: `railscope_gpu_*` per GPU and
 //! `railscope_nvlink_*` per link. Watts, hertz, bytes and ratios are base units.
 
-use railscope_collectors::sources::gpu::{GpuState, Snapshot};
+use railscope_collectors::sources::gpu::{Gpu, GpuState, Snapshot};
 
 use crate::exposition::Family;
 
 /// The `gpu` source's families.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut families = identity_families(snapshot);
+    families.extend(usage_families(&snapshot.gpus));
+    families.extend(memory_health_families(&snapshot.gpus));
+    families.extend(pcie_families(&snapshot.gpus));
+    families.extend(error_and_fabric_families(&snapshot.gpus));
+    families.extend(nvlink_families(&snapshot.gpus));
+    families
+}
+
+/// The GPU's own label.
+fn gpu_labels(gpu: &Gpu) -> Vec<(&'static str, String)> {
+    vec![("gpu", gpu.index.to_string())]
+}
+
+/// The GPU's label and one more.
+fn gpu_labels_with(gpu: &Gpu, name: &'static str, value: &str) -> Vec<(&'static str, String)> {
+    vec![("gpu", gpu.index.to_string()), (name, value.to_owned())]
+}
+
+/// Which GPUs there are and whether they answer: `railscope_gpu_info`, `_up`, `_state`.
+fn identity_families(snapshot: &Snapshot) -> Vec<Family> {
     let mut info = Family::info(
         "railscope_gpu",
         "GPU identity: index, UUID, name, serial, PCI address (sysfs form), NUMA node, driver and CUDA versions, persistence mode.",
@@ -19,114 +40,7 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_gpu_state",
         "How reading the GPU went, one series per state (ok, lost, timeout, error), 1 for the current one. lost is NVML's GPU_IS_LOST (XID 79); timeout a call hanging in the driver.",
     );
-    let mut util = Family::gauge(
-        "railscope_gpu_utilization_ratio",
-        "Fraction of time a kernel ran on the GPU in the last sample period.",
-    );
-    let mut mem_util = Family::gauge(
-        "railscope_gpu_memory_utilization_ratio",
-        "Fraction of time device memory was read or written in the last sample period.",
-    );
-    let mut mem_used = Family::gauge("railscope_gpu_memory_used_bytes", "Device memory in use.");
-    let mut mem_total = Family::gauge(
-        "railscope_gpu_memory_total_bytes",
-        "Device memory installed.",
-    );
-    let mut temp = Family::gauge("railscope_gpu_temperature_celsius", "GPU core temperature.");
-    let mut power = Family::gauge("railscope_gpu_power_watts", "Power draw.");
-    let mut power_limit = Family::gauge("railscope_gpu_power_limit_watts", "Enforced power limit.");
-    let mut clock = Family::gauge(
-        "railscope_gpu_clock_hertz",
-        "Current clock by domain (sm, memory).",
-    );
-    let mut clock_max = Family::gauge(
-        "railscope_gpu_clock_max_hertz",
-        "Maximum clock by domain (sm, memory).",
-    );
-    let mut throttle = Family::gauge(
-        "railscope_gpu_throttle_reason",
-        "1 when the clock throttle (event) reason is active: sw_power_cap, hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, ...",
-    );
-    let mut ecc = Family::counter(
-        "railscope_gpu_ecc_errors",
-        "ECC errors by type (corrected, uncorrected) and scope (volatile since driver load, aggregate over the GPU's life).",
-    );
-    let mut remapped = Family::gauge(
-        "railscope_gpu_remapped_rows",
-        "Rows remapped by cause (correctable, uncorrectable).",
-    );
-    let mut remap_pending = Family::gauge(
-        "railscope_gpu_remapped_rows_pending",
-        "1 when a row remap is pending (takes effect on GPU reset).",
-    );
-    let mut remap_failure = Family::gauge(
-        "railscope_gpu_remapped_rows_failure",
-        "1 when a row remap failed: the GPU needs service.",
-    );
-    let mut retired = Family::gauge(
-        "railscope_gpu_retired_pages",
-        "Retired framebuffer pages by cause (single_bit_ecc, double_bit_ecc).",
-    );
-    let mut pcie_gen = Family::gauge(
-        "railscope_gpu_pcie_link_generation",
-        "Current PCIe generation (GPUs lower it at idle).",
-    );
-    let mut pcie_gen_max = Family::gauge(
-        "railscope_gpu_pcie_link_max_generation",
-        "Maximum PCIe generation of the GPU and system.",
-    );
-    let mut pcie_width = Family::gauge(
-        "railscope_gpu_pcie_link_width_lanes",
-        "Current PCIe link width.",
-    );
-    let mut pcie_width_max = Family::gauge(
-        "railscope_gpu_pcie_link_max_width_lanes",
-        "Maximum PCIe link width.",
-    );
-    let mut replays = Family::counter(
-        "railscope_gpu_pcie_replays",
-        "PCIe replays (retransmitted TLPs) of the GPU's link.",
-    );
-    let mut pcie_tput = Family::gauge(
-        "railscope_gpu_pcie_throughput_bytes_per_second",
-        "PCIe throughput by direction over NVML's 20 ms sample.",
-    );
-    let mut xid = Family::counter(
-        "railscope_gpu_xid_errors",
-        "XID errors since the agent started, by code (48 double-bit ECC, 79 fallen off the bus, 74 NVLink error, ...).",
-    );
-    let mut xid_registered = Family::gauge(
-        "railscope_gpu_xid_events_registered",
-        "1 when the agent is registered for XID events of this GPU; 0 means XIDs on it cannot be seen (tried again every minute), not that none happened.",
-    );
-    let mut fabric = Family::gauge(
-        "railscope_gpu_fabric_state",
-        "GPU fabric registration on NVSwitch systems: 1 not started, 2 in progress, 3 completed.",
-    );
-    let mut fabric_status = Family::gauge(
-        "railscope_gpu_fabric_status",
-        "NVML return code of the fabric registration once completed (0 is success).",
-    );
-    let mut nv_up = Family::gauge("railscope_nvlink_up", "1 when the NVLink is active.");
-    let mut nv_version = Family::gauge(
-        "railscope_nvlink_version",
-        "NVLink version as NVML reports it.",
-    );
-    let mut nv_remote = Family::info(
-        "railscope_nvlink_remote",
-        "The far end of an NVLink: its PCI address and type (gpu, switch, ibmnpu, unknown).",
-    );
-    let mut nv_errors = Family::counter(
-        "railscope_nvlink_errors",
-        "NVLink data-link errors by type: replay, recovery, crc_flit, crc_data.",
-    );
-    let mut nv_bytes = Family::counter(
-        "railscope_nvlink_data_bytes",
-        "NVLink data (payload) bytes by direction.",
-    );
-
     for gpu in &snapshot.gpus {
-        let g = || vec![("gpu", gpu.index.to_string())];
         let id = &gpu.identity;
         info.push(
             vec![
@@ -157,18 +71,47 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
             ],
             1u64,
         );
-        up.push(g(), gpu.state == GpuState::Ok);
+        up.push(gpu_labels(gpu), gpu.state == GpuState::Ok);
         for s in GpuState::ALL {
-            state.push(
-                vec![
-                    ("gpu", gpu.index.to_string()),
-                    ("state", s.as_str().to_owned()),
-                ],
-                s == gpu.state,
-            );
+            state.push(gpu_labels_with(gpu, "state", s.as_str()), s == gpu.state);
         }
-        let with =
-            |k: &'static str, v: &str| vec![("gpu", gpu.index.to_string()), (k, v.to_owned())];
+    }
+    vec![info, up, state]
+}
+
+/// What the GPU is doing: utilization, memory in use, temperature, power, clocks and
+/// throttle reasons.
+fn usage_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut util = Family::gauge(
+        "railscope_gpu_utilization_ratio",
+        "Fraction of time a kernel ran on the GPU in the last sample period.",
+    );
+    let mut mem_util = Family::gauge(
+        "railscope_gpu_memory_utilization_ratio",
+        "Fraction of time device memory was read or written in the last sample period.",
+    );
+    let mut mem_used = Family::gauge("railscope_gpu_memory_used_bytes", "Device memory in use.");
+    let mut mem_total = Family::gauge(
+        "railscope_gpu_memory_total_bytes",
+        "Device memory installed.",
+    );
+    let mut temp = Family::gauge("railscope_gpu_temperature_celsius", "GPU core temperature.");
+    let mut power = Family::gauge("railscope_gpu_power_watts", "Power draw.");
+    let mut power_limit = Family::gauge("railscope_gpu_power_limit_watts", "Enforced power limit.");
+    let mut clock = Family::gauge(
+        "railscope_gpu_clock_hertz",
+        "Current clock by domain (sm, memory).",
+    );
+    let mut clock_max = Family::gauge(
+        "railscope_gpu_clock_max_hertz",
+        "Maximum clock by domain (sm, memory).",
+    );
+    let mut throttle = Family::gauge(
+        "railscope_gpu_throttle_reason",
+        "1 when the clock throttle (event) reason is active: sw_power_cap, hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, ...",
+    );
+    for gpu in gpus {
+        let g = || gpu_labels(gpu);
         if let Some((u, m)) = gpu.utilization {
             util.push(g(), f64::from(u) / 100.0);
             mem_util.push(g(), f64::from(m) / 100.0);
@@ -188,15 +131,59 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         }
         for (domain, cur, max) in &gpu.clocks {
             if let Some(c) = cur {
-                clock.push(with("clock", domain), u64::from(*c) * 1_000_000);
+                clock.push(
+                    gpu_labels_with(gpu, "clock", domain),
+                    u64::from(*c) * 1_000_000,
+                );
             }
             if let Some(m) = max {
-                clock_max.push(with("clock", domain), u64::from(*m) * 1_000_000);
+                clock_max.push(
+                    gpu_labels_with(gpu, "clock", domain),
+                    u64::from(*m) * 1_000_000,
+                );
             }
         }
         for (reason, active) in &gpu.throttle {
-            throttle.push(with("reason", reason), *active);
+            throttle.push(gpu_labels_with(gpu, "reason", reason), *active);
         }
+    }
+    vec![
+        util,
+        mem_util,
+        mem_used,
+        mem_total,
+        temp,
+        power,
+        power_limit,
+        clock,
+        clock_max,
+        throttle,
+    ]
+}
+
+/// The health of device memory: ECC errors, remapped rows and retired pages.
+fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut ecc = Family::counter(
+        "railscope_gpu_ecc_errors",
+        "ECC errors by type (corrected, uncorrected) and scope (volatile since driver load, aggregate over the GPU's life).",
+    );
+    let mut remapped = Family::gauge(
+        "railscope_gpu_remapped_rows",
+        "Rows remapped by cause (correctable, uncorrectable).",
+    );
+    let mut remap_pending = Family::gauge(
+        "railscope_gpu_remapped_rows_pending",
+        "1 when a row remap is pending (takes effect on GPU reset).",
+    );
+    let mut remap_failure = Family::gauge(
+        "railscope_gpu_remapped_rows_failure",
+        "1 when a row remap failed: the GPU needs service.",
+    );
+    let mut retired = Family::gauge(
+        "railscope_gpu_retired_pages",
+        "Retired framebuffer pages by cause (single_bit_ecc, double_bit_ecc).",
+    );
+    for gpu in gpus {
         for (kind, scope, n) in &gpu.ecc {
             ecc.push(
                 vec![
@@ -208,14 +195,46 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
             );
         }
         if let Some((corr, unc, pending, failure)) = gpu.remapped_rows {
-            remapped.push(with("cause", "correctable"), corr);
-            remapped.push(with("cause", "uncorrectable"), unc);
-            remap_pending.push(g(), pending);
-            remap_failure.push(g(), failure);
+            remapped.push(gpu_labels_with(gpu, "cause", "correctable"), corr);
+            remapped.push(gpu_labels_with(gpu, "cause", "uncorrectable"), unc);
+            remap_pending.push(gpu_labels(gpu), pending);
+            remap_failure.push(gpu_labels(gpu), failure);
         }
         for (cause, n) in &gpu.retired_pages {
-            retired.push(with("cause", cause), *n);
+            retired.push(gpu_labels_with(gpu, "cause", cause), *n);
         }
+    }
+    vec![ecc, remapped, remap_pending, remap_failure, retired]
+}
+
+/// The GPU's PCIe link as NVML sees it: generation, width, replays and throughput.
+fn pcie_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut pcie_gen = Family::gauge(
+        "railscope_gpu_pcie_link_generation",
+        "Current PCIe generation (GPUs lower it at idle).",
+    );
+    let mut pcie_gen_max = Family::gauge(
+        "railscope_gpu_pcie_link_max_generation",
+        "Maximum PCIe generation of the GPU and system.",
+    );
+    let mut pcie_width = Family::gauge(
+        "railscope_gpu_pcie_link_width_lanes",
+        "Current PCIe link width.",
+    );
+    let mut pcie_width_max = Family::gauge(
+        "railscope_gpu_pcie_link_max_width_lanes",
+        "Maximum PCIe link width.",
+    );
+    let mut replays = Family::counter(
+        "railscope_gpu_pcie_replays",
+        "PCIe replays (retransmitted TLPs) of the GPU's link.",
+    );
+    let mut pcie_tput = Family::gauge(
+        "railscope_gpu_pcie_throughput_bytes_per_second",
+        "PCIe throughput by direction over NVML's 20 ms sample.",
+    );
+    for gpu in gpus {
+        let g = || gpu_labels(gpu);
         if let Some((cur, max, w, wmax)) = gpu.pcie_link {
             pcie_gen.push(g(), cur);
             pcie_gen_max.push(g(), max);
@@ -226,24 +245,79 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
             replays.push(g(), r);
         }
         if let Some((tx, rx)) = gpu.pcie_throughput_kbps {
-            pcie_tput.push(with("direction", "tx"), u64::from(tx) * 1000);
-            pcie_tput.push(with("direction", "rx"), u64::from(rx) * 1000);
+            pcie_tput.push(
+                gpu_labels_with(gpu, "direction", "tx"),
+                u64::from(tx) * 1000,
+            );
+            pcie_tput.push(
+                gpu_labels_with(gpu, "direction", "rx"),
+                u64::from(rx) * 1000,
+            );
         }
+    }
+    vec![
+        pcie_gen,
+        pcie_gen_max,
+        pcie_width,
+        pcie_width_max,
+        replays,
+        pcie_tput,
+    ]
+}
+
+/// XID errors and whether they can be seen, and fabric registration on NVSwitch systems.
+fn error_and_fabric_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut xid = Family::counter(
+        "railscope_gpu_xid_errors",
+        "XID errors since the agent started, by code (48 double-bit ECC, 79 fallen off the bus, 74 NVLink error, ...).",
+    );
+    let mut xid_registered = Family::gauge(
+        "railscope_gpu_xid_events_registered",
+        "1 when the agent is registered for XID events of this GPU; 0 means XIDs on it cannot be seen (tried again every minute), not that none happened.",
+    );
+    let mut fabric = Family::gauge(
+        "railscope_gpu_fabric_state",
+        "GPU fabric registration on NVSwitch systems: 1 not started, 2 in progress, 3 completed.",
+    );
+    let mut fabric_status = Family::gauge(
+        "railscope_gpu_fabric_status",
+        "NVML return code of the fabric registration once completed (0 is success).",
+    );
+    for gpu in gpus {
         for (code, n) in &gpu.xid_errors {
-            xid.push(with("xid", &code.to_string()), *n);
+            xid.push(gpu_labels_with(gpu, "xid", &code.to_string()), *n);
         }
-        xid_registered.push(g(), gpu.xid_events_registered);
+        xid_registered.push(gpu_labels(gpu), gpu.xid_events_registered);
         if let Some((s, status)) = gpu.fabric {
-            fabric.push(g(), s);
-            fabric_status.push(g(), status);
+            fabric.push(gpu_labels(gpu), s);
+            fabric_status.push(gpu_labels(gpu), status);
         }
+    }
+    vec![xid, xid_registered, fabric, fabric_status]
+}
+
+/// `railscope_nvlink_*`: one series set per NVLink of each GPU.
+fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut nv_up = Family::gauge("railscope_nvlink_up", "1 when the NVLink is active.");
+    let mut nv_version = Family::gauge(
+        "railscope_nvlink_version",
+        "NVLink version as NVML reports it.",
+    );
+    let mut nv_remote = Family::info(
+        "railscope_nvlink_remote",
+        "The far end of an NVLink: its PCI address and type (gpu, switch, ibmnpu, unknown).",
+    );
+    let mut nv_errors = Family::counter(
+        "railscope_nvlink_errors",
+        "NVLink data-link errors by type: replay, recovery, crc_flit, crc_data.",
+    );
+    let mut nv_bytes = Family::counter(
+        "railscope_nvlink_data_bytes",
+        "NVLink data (payload) bytes by direction.",
+    );
+    for gpu in gpus {
         for link in &gpu.nvlinks {
-            let l = || {
-                vec![
-                    ("gpu", gpu.index.to_string()),
-                    ("link", link.link.to_string()),
-                ]
-            };
+            let l = || gpu_labels_with(gpu, "link", &link.link.to_string());
             if let Some(a) = link.active {
                 nv_up.push(l(), a);
             }
@@ -276,39 +350,5 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
             }
         }
     }
-    vec![
-        info,
-        up,
-        state,
-        util,
-        mem_util,
-        mem_used,
-        mem_total,
-        temp,
-        power,
-        power_limit,
-        clock,
-        clock_max,
-        throttle,
-        ecc,
-        remapped,
-        remap_pending,
-        remap_failure,
-        retired,
-        pcie_gen,
-        pcie_gen_max,
-        pcie_width,
-        pcie_width_max,
-        replays,
-        pcie_tput,
-        xid,
-        xid_registered,
-        fabric,
-        fabric_status,
-        nv_up,
-        nv_version,
-        nv_remote,
-        nv_errors,
-        nv_bytes,
-    ]
+    vec![nv_up, nv_version, nv_remote, nv_errors, nv_bytes]
 }

@@ -194,7 +194,27 @@ fn with(
 }
 
 /// Maps a snapshot to its families, in a fixed order.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut out = device_families(snapshot);
+    out.extend(port_link_families(snapshot));
+    out.extend(pma_families(snapshot));
+    out.extend(port_hw_families(snapshot));
+    out.extend(gid_families(snapshot));
+    out
+}
+
+/// Every port of every device with its `device` and `port` labels, in snapshot order.
+fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&Port, Vec<(&'static str, String)>)> {
+    snapshot.devices.iter().flat_map(|device| {
+        device
+            .ports
+            .iter()
+            .map(move |port| (port, device_port(&device.name, port)))
+    })
+}
+
+/// Per device: identity, read errors and device-level driver counters.
+fn device_families(snapshot: &Snapshot) -> Vec<Family> {
     let mut device_info = Family::info(
         "railscope_ib_device",
         "RDMA device identity from /sys/class/infiniband; labels absent on this device are empty.",
@@ -211,74 +231,6 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_rdma_device_hw_stats_lifespan_seconds",
         "How long the kernel caches device-level hw_counters values (hw_counters/lifespan).",
     );
-    let mut port_info = Family::info(
-        "railscope_ib_port",
-        "RDMA port description: link layer, state and physical state names, lane speed name, netdev, and where driver counters (netlink, sysfs) and the active MTU (verbs, netdev) came from.",
-    );
-    let mut state = Family::gauge(
-        "railscope_ib_port_state",
-        "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
-    );
-    let mut phys_state = Family::gauge(
-        "railscope_ib_port_phys_state",
-        "Physical port state: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 Phy Test.",
-    );
-    let mut rate = Family::gauge(
-        "railscope_ib_port_rate_bytes_per_second",
-        "Active data rate of the port (all lanes) from ports/<N>/rate.",
-    );
-    let mut width = Family::gauge(
-        "railscope_ib_port_link_width_lanes",
-        "Active link width of the port in lanes (1X, 2X, 4X, 8X, 12X).",
-    );
-    let mut lid = Family::gauge("railscope_ib_port_lid", "Base LID of an InfiniBand port.");
-    let mut sm_lid = Family::gauge(
-        "railscope_ib_port_sm_lid",
-        "LID of the subnet manager an InfiniBand port reports to.",
-    );
-    let mut named: Vec<Family> = Vec::new();
-    for spec in PMA_FAMILIES {
-        if !named.iter().any(|f| f.name == spec.family) {
-            named.push(Family::counter(spec.family, spec.help));
-        }
-    }
-    let mut pma_other = Family::counter(
-        "railscope_ib_port_pma_other",
-        "A counters/ file the kernel or OFED provides beyond the standard PMA set, raw value.",
-    );
-    let mut saturated = Family::gauge(
-        "railscope_ib_port_pma_saturated",
-        "1 when a PMA counter of known width sits at its maximum: it saturates instead of wrapping and can no longer count.",
-    );
-    let mut port_hw = Family::counter(
-        "railscope_rdma_port_hw_stat",
-        "Port-level driver counter from ports/<N>/hw_counters, named as the driver names it.",
-    );
-    let mut port_lifespan = Family::gauge(
-        "railscope_rdma_port_hw_stats_lifespan_seconds",
-        "How long the kernel caches port-level hw_counters values (hw_counters/lifespan).",
-    );
-    let mut gid_info = Family::info(
-        "railscope_ib_port_gid",
-        "A non-empty GID table entry with its index, type and netdev.",
-    );
-    let mut gid_entries = Family::gauge(
-        "railscope_ib_port_gid_entries",
-        "Non-empty GID table entries of the port by GID type.",
-    );
-    let mut netdev_mtu = Family::gauge(
-        "railscope_ib_port_netdev_mtu_bytes",
-        "MTU of the netdev behind a RoCE or iWARP port.",
-    );
-    let mut active_mtu = Family::gauge(
-        "railscope_ib_port_active_mtu_bytes",
-        "Active RDMA MTU of the port: from ibv_query_port when libibverbs can open the device, else (RoCE, iWARP) derived from the netdev MTU with the driver's rule.",
-    );
-    let mut max_mtu = Family::gauge(
-        "railscope_ib_port_max_mtu_bytes",
-        "Largest RDMA MTU the port supports, from ibv_query_port.",
-    );
-
     for device in &snapshot.devices {
         let name = device.name.as_str();
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -320,142 +272,210 @@ pub fn families(snapshot: &Snapshot) -> Vec<Family> {
         if let Some(ms) = device.hw_counters_lifespan_ms {
             device_lifespan.push(vec![("device", name.to_owned())], ms as f64 / 1000.0);
         }
+    }
+    vec![device_info, device_errors, device_hw, device_lifespan]
+}
 
-        for port in &device.ports {
-            let labels = device_port(name, port);
-            port_info.push(
+/// Per port: its description, states, rate and width, LIDs and MTUs.
+fn port_link_families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut port_info = Family::info(
+        "railscope_ib_port",
+        "RDMA port description: link layer, state and physical state names, lane speed name, netdev, and where driver counters (netlink, sysfs) and the active MTU (verbs, netdev) came from.",
+    );
+    let mut state = Family::gauge(
+        "railscope_ib_port_state",
+        "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
+    );
+    let mut phys_state = Family::gauge(
+        "railscope_ib_port_phys_state",
+        "Physical port state: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 Phy Test.",
+    );
+    let mut rate = Family::gauge(
+        "railscope_ib_port_rate_bytes_per_second",
+        "Active data rate of the port (all lanes) from ports/<N>/rate.",
+    );
+    let mut width = Family::gauge(
+        "railscope_ib_port_link_width_lanes",
+        "Active link width of the port in lanes (1X, 2X, 4X, 8X, 12X).",
+    );
+    let mut lid = Family::gauge("railscope_ib_port_lid", "Base LID of an InfiniBand port.");
+    let mut sm_lid = Family::gauge(
+        "railscope_ib_port_sm_lid",
+        "LID of the subnet manager an InfiniBand port reports to.",
+    );
+    let mut netdev_mtu = Family::gauge(
+        "railscope_ib_port_netdev_mtu_bytes",
+        "MTU of the netdev behind a RoCE or iWARP port.",
+    );
+    let mut active_mtu = Family::gauge(
+        "railscope_ib_port_active_mtu_bytes",
+        "Active RDMA MTU of the port: from ibv_query_port when libibverbs can open the device, else (RoCE, iWARP) derived from the netdev MTU with the driver's rule.",
+    );
+    let mut max_mtu = Family::gauge(
+        "railscope_ib_port_max_mtu_bytes",
+        "Largest RDMA MTU the port supports, from ibv_query_port.",
+    );
+    for (port, labels) in ports(snapshot) {
+        port_info.push(with(labels.clone(), &port_description(port)), 1u64);
+        if let Some(s) = &port.state {
+            state.push(labels.clone(), s.value);
+        }
+        if let Some(s) = &port.phys_state {
+            phys_state.push(labels.clone(), s.value);
+        }
+        if let Some(r) = &port.rate {
+            rate.push(labels.clone(), r.bits_per_second / 8);
+            width.push(labels.clone(), r.width);
+        }
+        if let Some(v) = port.lid {
+            lid.push(labels.clone(), v);
+        }
+        if let Some(v) = port.sm_lid {
+            sm_lid.push(labels.clone(), v);
+        }
+        if let Some(v) = port.netdev_mtu {
+            netdev_mtu.push(labels.clone(), v);
+        }
+        if let Some(v) = port.active_mtu {
+            active_mtu.push(labels.clone(), v);
+        }
+        if let Some(v) = port.max_mtu {
+            max_mtu.push(labels, v);
+        }
+    }
+    vec![
+        port_info, state, phys_state, rate, width, lid, sm_lid, active_mtu, max_mtu, netdev_mtu,
+    ]
+}
+
+/// The labels of `railscope_ib_port_info` after device and port; absent ones are empty.
+fn port_description(port: &Port) -> [(&'static str, &str); 7] {
+    [
+        ("link_layer", port.link_layer.as_deref().unwrap_or_default()),
+        (
+            "state",
+            port.state
+                .as_ref()
+                .map(|s| s.name.as_str())
+                .unwrap_or_default(),
+        ),
+        (
+            "phys_state",
+            port.phys_state
+                .as_ref()
+                .map(|s| s.name.as_str())
+                .unwrap_or_default(),
+        ),
+        (
+            "speed",
+            port.rate
+                .as_ref()
+                .and_then(|r| r.speed.as_deref())
+                .unwrap_or_default(),
+        ),
+        ("netdev", port.netdev.as_deref().unwrap_or_default()),
+        (
+            "hw_counters_source",
+            port.hw_counters_source.unwrap_or_default(),
+        ),
+        ("mtu_source", port.mtu_source.unwrap_or_default()),
+    ]
+}
+
+/// PMA counters: the known ones in their own families (in [`PMA_FAMILIES`] order), the
+/// rest in `railscope_ib_port_pma_other`, and which of known width have saturated.
+fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut named: Vec<Family> = Vec::new();
+    for spec in PMA_FAMILIES {
+        if !named.iter().any(|f| f.name == spec.family) {
+            named.push(Family::counter(spec.family, spec.help));
+        }
+    }
+    let mut pma_other = Family::counter(
+        "railscope_ib_port_pma_other",
+        "A counters/ file the kernel or OFED provides beyond the standard PMA set, raw value.",
+    );
+    let mut saturated = Family::gauge(
+        "railscope_ib_port_pma_saturated",
+        "1 when a PMA counter of known width sits at its maximum: it saturates instead of wrapping and can no longer count.",
+    );
+    for (port, labels) in ports(snapshot) {
+        for counter in &port.pma {
+            map_pma(counter, &labels, &mut named, &mut pma_other);
+            if counter.bits.is_some() {
+                saturated.push(
+                    with(labels.clone(), &[("counter", &counter.name)]),
+                    counter.saturated(),
+                );
+            }
+        }
+    }
+    named.extend([pma_other, saturated]);
+    named
+}
+
+/// Port-level driver counters and how long the kernel caches them.
+fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut port_hw = Family::counter(
+        "railscope_rdma_port_hw_stat",
+        "Port-level driver counter from ports/<N>/hw_counters, named as the driver names it.",
+    );
+    let mut port_lifespan = Family::gauge(
+        "railscope_rdma_port_hw_stats_lifespan_seconds",
+        "How long the kernel caches port-level hw_counters values (hw_counters/lifespan).",
+    );
+    for (port, labels) in ports(snapshot) {
+        for counter in &port.hw_counters {
+            port_hw.push(
+                with(labels.clone(), &[("counter", &counter.name)]),
+                counter.value,
+            );
+        }
+        if let Some(ms) = port.hw_counters_lifespan_ms {
+            port_lifespan.push(labels, ms as f64 / 1000.0);
+        }
+    }
+    vec![port_hw, port_lifespan]
+}
+
+/// The GID table of ports that have one: each non-empty entry, and the count by type
+/// (both RoCE types always, 0 when absent).
+fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
+    let mut gid_info = Family::info(
+        "railscope_ib_port_gid",
+        "A non-empty GID table entry with its index, type and netdev.",
+    );
+    let mut gid_entries = Family::gauge(
+        "railscope_ib_port_gid_entries",
+        "Non-empty GID table entries of the port by GID type.",
+    );
+    for (port, labels) in ports(snapshot) {
+        let Some(gids) = &port.gids else { continue };
+        let mut types: Vec<(&str, u64)> = vec![("IB/RoCE v1", 0), ("RoCE v2", 0)];
+        for gid in gids {
+            let gid_type = gid.gid_type.as_deref().unwrap_or_default();
+            match types.iter_mut().find(|(t, _)| *t == gid_type) {
+                Some((_, n)) => *n += 1,
+                None => types.push((gid_type, 1)),
+            }
+            gid_info.push(
                 with(
                     labels.clone(),
                     &[
-                        ("link_layer", port.link_layer.as_deref().unwrap_or_default()),
-                        (
-                            "state",
-                            port.state
-                                .as_ref()
-                                .map(|s| s.name.as_str())
-                                .unwrap_or_default(),
-                        ),
-                        (
-                            "phys_state",
-                            port.phys_state
-                                .as_ref()
-                                .map(|s| s.name.as_str())
-                                .unwrap_or_default(),
-                        ),
-                        (
-                            "speed",
-                            port.rate
-                                .as_ref()
-                                .and_then(|r| r.speed.as_deref())
-                                .unwrap_or_default(),
-                        ),
-                        ("netdev", port.netdev.as_deref().unwrap_or_default()),
-                        (
-                            "hw_counters_source",
-                            port.hw_counters_source.unwrap_or_default(),
-                        ),
-                        ("mtu_source", port.mtu_source.unwrap_or_default()),
+                        ("index", &gid.index.to_string()),
+                        ("gid", &gid.gid),
+                        ("type", gid_type),
+                        ("netdev", gid.netdev.as_deref().unwrap_or_default()),
                     ],
                 ),
                 1u64,
             );
-            if let Some(s) = &port.state {
-                state.push(labels.clone(), s.value);
-            }
-            if let Some(s) = &port.phys_state {
-                phys_state.push(labels.clone(), s.value);
-            }
-            if let Some(r) = &port.rate {
-                rate.push(labels.clone(), r.bits_per_second / 8);
-                width.push(labels.clone(), r.width);
-            }
-            if let Some(v) = port.lid {
-                lid.push(labels.clone(), v);
-            }
-            if let Some(v) = port.sm_lid {
-                sm_lid.push(labels.clone(), v);
-            }
-            for counter in &port.pma {
-                map_pma(counter, &labels, &mut named, &mut pma_other);
-                if counter.bits.is_some() {
-                    saturated.push(
-                        with(labels.clone(), &[("counter", &counter.name)]),
-                        counter.saturated(),
-                    );
-                }
-            }
-            for counter in &port.hw_counters {
-                port_hw.push(
-                    with(labels.clone(), &[("counter", &counter.name)]),
-                    counter.value,
-                );
-            }
-            if let Some(ms) = port.hw_counters_lifespan_ms {
-                port_lifespan.push(labels.clone(), ms as f64 / 1000.0);
-            }
-            if let Some(gids) = &port.gids {
-                let mut types: Vec<(&str, u64)> = vec![("IB/RoCE v1", 0), ("RoCE v2", 0)];
-                for gid in gids {
-                    let gid_type = gid.gid_type.as_deref().unwrap_or_default();
-                    match types.iter_mut().find(|(t, _)| *t == gid_type) {
-                        Some((_, n)) => *n += 1,
-                        None => types.push((gid_type, 1)),
-                    }
-                    gid_info.push(
-                        with(
-                            labels.clone(),
-                            &[
-                                ("index", &gid.index.to_string()),
-                                ("gid", &gid.gid),
-                                ("type", gid_type),
-                                ("netdev", gid.netdev.as_deref().unwrap_or_default()),
-                            ],
-                        ),
-                        1u64,
-                    );
-                }
-                for (gid_type, n) in types {
-                    gid_entries.push(with(labels.clone(), &[("type", gid_type)]), n);
-                }
-            }
-            if let Some(v) = port.netdev_mtu {
-                netdev_mtu.push(labels.clone(), v);
-            }
-            if let Some(v) = port.active_mtu {
-                active_mtu.push(labels.clone(), v);
-            }
-            if let Some(v) = port.max_mtu {
-                max_mtu.push(labels.clone(), v);
-            }
+        }
+        for (gid_type, n) in types {
+            gid_entries.push(with(labels.clone(), &[("type", gid_type)]), n);
         }
     }
-
-    let mut out = vec![
-        device_info,
-        device_errors,
-        device_hw,
-        device_lifespan,
-        port_info,
-        state,
-        phys_state,
-        rate,
-        width,
-        lid,
-        sm_lid,
-        active_mtu,
-        max_mtu,
-        netdev_mtu,
-    ];
-    out.extend(named);
-    out.extend([
-        pma_other,
-        saturated,
-        port_hw,
-        port_lifespan,
-        gid_info,
-        gid_entries,
-    ]);
-    out
+    vec![gid_info, gid_entries]
 }
 
 fn map_pma(

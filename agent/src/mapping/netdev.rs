@@ -21,7 +21,7 @@ fn directed(nd: &Netdev, direction: &str) -> Vec<(&'static str, String)> {
 }
 
 /// The `netdev` source's families, in a fixed order.
-pub fn families(snapshot: &Snapshot) -> Vec<Family> {
+pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     let mut info = Family::info(
         "railscope_netdev",
         "Netdev description: operational state (as sysfs names it), hardware address, driver of its device (empty for virtual netdevs), and whether the values came from rtnetlink or, for netdevs outside the agent's network namespace, from sysfs.",

@@ -11,7 +11,7 @@ fn hex(v: Option<u32>, width: usize) -> String {
 }
 
 /// The `pci` source's families.
-pub fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
+pub(crate) fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
     let mut info = Family::info(
         "railscope_pci_device",
         "A PCI function railscope watches: an RDMA NIC, an NVIDIA GPU, or a bridge above one; ids, role, driver, NUMA node.",
@@ -119,7 +119,7 @@ pub fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
 }
 
 /// The `topology` source's families.
-pub fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
+pub(crate) fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
     let mut gpus = Family::info(
         "railscope_topology_gpu",
         "An NVIDIA GPU found on the PCI bus; gpu is its index in PCI order, as nvidia-smi numbers GPUs.",
@@ -191,7 +191,7 @@ pub fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
 }
 
 /// The `host` source's families.
-pub fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
+pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
     let mut modules = Family::gauge(
         "railscope_host_kernel_module_loaded",
         "1 when the kernel module is loaded (/sys/module/<module>).",

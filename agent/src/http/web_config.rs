@@ -28,12 +28,12 @@ use serde::Deserialize;
 /// An invalid web configuration: the key (`tls_server_config.client_auth_type`) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{reason}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
-pub struct WebConfigError {
+pub(crate) struct WebConfigError {
     /// The key, dotted from the top of the file; empty when the file as a whole is at fault
     /// (unreadable, not YAML, an unknown key: the reason names it).
-    pub field: String,
+    pub(crate) field: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 fn error(field: impl Into<String>, reason: impl Into<String>) -> WebConfigError {
@@ -46,7 +46,8 @@ fn error(field: impl Into<String>, reason: impl Into<String>) -> WebConfigError 
 /// The bcrypt hash unknown users are checked against, so that an unknown user costs as much
 /// time as a known one (no user enumeration by timing). The password is "fakepassword"; the
 /// same hash exporter-toolkit uses.
-pub const FAKE_BCRYPT_HASH: &str = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
+pub(crate) const FAKE_BCRYPT_HASH: &str =
+    "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
 
 /// Response headers that may be configured, with their allowed values (`None`: any value);
 /// exporter-toolkit's list.
@@ -169,7 +170,7 @@ struct FileHttp {
 
 /// How a client certificate is asked for and checked (Go's `tls.ClientAuthType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientAuth {
+pub(crate) enum ClientAuth {
     /// No client certificate is requested.
     NoClientCert,
     /// One is requested; none or any is accepted, unverified.
@@ -209,24 +210,24 @@ impl ClientAuth {
 
 /// A validated web configuration.
 #[derive(Debug, Clone)]
-pub struct WebConfig {
+pub(crate) struct WebConfig {
     /// The TLS server configuration; `None` serves plain HTTP.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     /// Basic auth users and their bcrypt hashes; empty: no authentication.
-    pub users: BTreeMap<String, String>,
+    pub(crate) users: BTreeMap<String, String>,
     /// Headers added to every response.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     /// `http_server_config.http2` as given (default true). railscope serves HTTP/1.1 only,
     /// so it has no effect; it is accepted so that one file serves every exporter.
-    pub http2: bool,
+    pub(crate) http2: bool,
     /// The files this configuration was read from: the web config file, then the
     /// certificate, key and client CA files it names.
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 impl WebConfig {
     /// No TLS, no users, no headers: what runs without `--web.config.file`.
-    pub fn plain() -> WebConfig {
+    pub(crate) fn plain() -> WebConfig {
         WebConfig {
             tls: None,
             users: BTreeMap::new(),
@@ -239,7 +240,7 @@ impl WebConfig {
 
 /// Reads and validates the web configuration file at `path`. Relative file names in it are
 /// relative to the file's directory, as in exporter-toolkit.
-pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
+pub(crate) fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| error("", format!("cannot read: {e}")))?;
     let file = if text.trim().is_empty() {
         FileWebConfig::default()
@@ -338,12 +339,56 @@ fn tls_version(field: &str, name: &str) -> Result<u8, WebConfigError> {
     }
 }
 
+/// The section that [`build_tls`] reads: the prefix of every key its errors name.
+const TLS: &str = "tls_server_config";
+
+/// Checks `tls_server_config` and reads its files into a rustls configuration; `None` for a
+/// section without certificate and key. Every key is checked before any file is read.
 fn build_tls(
     tls: &FileTls,
     dir: &Path,
     files: &mut Vec<PathBuf>,
 ) -> Result<Option<Arc<rustls::ServerConfig>>, WebConfigError> {
-    const F: &str = "tls_server_config";
+    reject_inline_pem(tls)?;
+    let Some((cert_file, key_file)) = cert_and_key_files(tls, dir)? else {
+        return Ok(None);
+    };
+    files.push(cert_file.clone());
+    files.push(key_file.clone());
+    let (client_auth, client_ca) = client_auth(tls, dir)?;
+    if let Some(ca) = &client_ca {
+        files.push(ca.clone());
+    }
+    let (min, versions) = protocol_versions(tls)?;
+    let provider = Arc::new(crypto_provider(tls, min)?);
+
+    let (certs, key) = read_cert_and_key(&cert_file, &key_file)?;
+    let verifier = client_verifier(client_auth, client_ca.as_deref(), &provider)?;
+    let mut server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)
+        .map_err(|e| error(format!("{TLS}.min_version"), e.to_string()))?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .map_err(|e| {
+            error(
+                format!("{TLS}.key_file"),
+                format!(
+                    "{} does not fit {}: {e}",
+                    key_file.display(),
+                    cert_file.display()
+                ),
+            )
+        })?;
+    // The server's suite order wins when asked (Go's prefer_server_cipher_suites).
+    server.ignore_client_order = tls.prefer_server_cipher_suites.unwrap_or(false);
+    // HTTP/1.1 is all railscope serves.
+    server.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(Arc::new(server)))
+}
+
+/// exporter-toolkit's inline `cert`, `key` and `client_ca` (PEM in the file itself) are
+/// not supported; the error names the `_file` key to use instead.
+fn reject_inline_pem(tls: &FileTls) -> Result<(), WebConfigError> {
     for (key, present) in [
         ("cert", tls.cert.is_some()),
         ("key", tls.key.is_some()),
@@ -351,54 +396,60 @@ fn build_tls(
     ] {
         if present {
             return Err(error(
-                format!("{F}.{key}"),
+                format!("{TLS}.{key}"),
                 format!("inline PEM is not supported; use {key}_file"),
             ));
         }
     }
-    let (cert_file, key_file) = match (nonempty(&tls.cert_file), nonempty(&tls.key_file)) {
+    Ok(())
+}
+
+/// The certificate and key files, resolved against `dir`; `None` when neither is given.
+fn cert_and_key_files(
+    tls: &FileTls,
+    dir: &Path,
+) -> Result<Option<(PathBuf, PathBuf)>, WebConfigError> {
+    match (nonempty(&tls.cert_file), nonempty(&tls.key_file)) {
         // As in exporter-toolkit: a TLS section without certificate and key serves plain HTTP.
         (None, None) => {
             if nonempty(&tls.client_ca_file).is_some() {
                 return Err(error(
-                    format!("{F}.client_ca_file"),
+                    format!("{TLS}.client_ca_file"),
                     "given without cert_file and key_file",
                 ));
             }
-            return Ok(None);
+            Ok(None)
         }
-        (Some(_), None) => return Err(error(format!("{F}.key_file"), "missing")),
-        (None, Some(_)) => return Err(error(format!("{F}.cert_file"), "missing")),
-        (Some(c), Some(k)) => (resolve(dir, c), resolve(dir, k)),
-    };
-    files.push(cert_file.clone());
-    files.push(key_file.clone());
+        (Some(_), None) => Err(error(format!("{TLS}.key_file"), "missing")),
+        (None, Some(_)) => Err(error(format!("{TLS}.cert_file"), "missing")),
+        (Some(c), Some(k)) => Ok(Some((resolve(dir, c), resolve(dir, k)))),
+    }
+}
 
+/// `client_auth_type` and the client CA file (resolved against `dir`), checked against
+/// each other.
+fn client_auth(tls: &FileTls, dir: &Path) -> Result<(ClientAuth, Option<PathBuf>), WebConfigError> {
     let client_auth = match tls.client_auth_type.as_deref() {
         None | Some("") => ClientAuth::NoClientCert,
-        Some(name) => ClientAuth::NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, a)| *a)
-            .ok_or_else(|| {
-                let known: Vec<_> = ClientAuth::NAMES.iter().map(|(n, _)| *n).collect();
-                error(
-                    format!("{F}.client_auth_type"),
-                    format!("unknown value {name:?} (known: {})", known.join(", ")),
-                )
-            })?,
+        Some(name) => by_go_name(
+            ClientAuth::NAMES,
+            &[],
+            "",
+            &format!("{TLS}.client_auth_type"),
+            name,
+        )?,
     };
     let client_ca = nonempty(&tls.client_ca_file).map(|f| resolve(dir, f));
     match (&client_ca, client_auth) {
         (Some(_), ClientAuth::NoClientCert) => {
             return Err(error(
-                format!("{F}.client_ca_file"),
+                format!("{TLS}.client_ca_file"),
                 "given with client_auth_type NoClientCert (set a client_auth_type)",
             ));
         }
         (None, auth) if auth.verifies() => {
             return Err(error(
-                format!("{F}.client_ca_file"),
+                format!("{TLS}.client_ca_file"),
                 format!(
                     "missing: client_auth_type {auth:?} verifies client certificates against it"
                 ),
@@ -412,35 +463,43 @@ fn build_tls(
         .is_some_and(|s| !s.is_empty())
     {
         return Err(error(
-            format!("{F}.client_allowed_sans"),
+            format!("{TLS}.client_allowed_sans"),
             "not supported; issue client certificates from a dedicated client_ca_file",
         ));
     }
-    if let Some(ca) = &client_ca {
-        files.push(ca.clone());
-    }
+    Ok((client_auth, client_ca))
+}
 
+/// `min_version` (default TLS12) and the protocol versions from it to `max_version`
+/// (default TLS13).
+fn protocol_versions(
+    tls: &FileTls,
+) -> Result<(u8, Vec<&'static rustls::SupportedProtocolVersion>), WebConfigError> {
     let min = tls_version(
-        &format!("{F}.min_version"),
+        &format!("{TLS}.min_version"),
         tls.min_version.as_deref().unwrap_or("TLS12"),
     )?;
     let max = tls_version(
-        &format!("{F}.max_version"),
+        &format!("{TLS}.max_version"),
         tls.max_version.as_deref().unwrap_or("TLS13"),
     )?;
     if min > max {
-        return Err(error(format!("{F}.min_version"), "is above max_version"));
+        return Err(error(format!("{TLS}.min_version"), "is above max_version"));
     }
-    let versions: Vec<&'static rustls::SupportedProtocolVersion> =
-        [(12, &rustls::version::TLS12), (13, &rustls::version::TLS13)]
-            .into_iter()
-            .filter(|(v, _)| (min..=max).contains(v))
-            .map(|(_, p)| p)
-            .collect();
+    let versions = [(12, &rustls::version::TLS12), (13, &rustls::version::TLS13)]
+        .into_iter()
+        .filter(|(v, _)| (min..=max).contains(v))
+        .map(|(_, p)| p)
+        .collect();
+    Ok((min, versions))
+}
 
+/// The ring provider, narrowed to `cipher_suites` and `curve_preferences` when given.
+/// `min` is the lowest TLS version, which needs a TLS 1.2 suite when it is 12.
+fn crypto_provider(tls: &FileTls, min: u8) -> Result<CryptoProvider, WebConfigError> {
     let mut provider = ring::default_provider();
     if let Some(names) = &tls.cipher_suites {
-        let field = format!("{F}.cipher_suites");
+        let field = format!("{TLS}.cipher_suites");
         let mut suites: Vec<SupportedCipherSuite> = provider
             .cipher_suites
             .iter()
@@ -451,21 +510,13 @@ fn build_tls(
             if TLS13_SUITE_NAMES.contains(&name.as_str()) {
                 continue;
             }
-            let suite = CIPHER_SUITES
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, s)| *s)
-                .ok_or_else(|| {
-                    if UNSUPPORTED_SUITE_NAMES.contains(&name.as_str()) {
-                        error(&field, format!("{name:?} is not supported by rustls"))
-                    } else {
-                        let known: Vec<_> = CIPHER_SUITES.iter().map(|(n, _)| *n).collect();
-                        error(
-                            &field,
-                            format!("unknown value {name:?} (known: {})", known.join(", ")),
-                        )
-                    }
-                })?;
+            let suite = by_go_name(
+                CIPHER_SUITES,
+                UNSUPPORTED_SUITE_NAMES,
+                "rustls",
+                &field,
+                name,
+            )?;
             if !suites.contains(&suite) {
                 suites.push(suite);
             }
@@ -479,27 +530,16 @@ fn build_tls(
         provider.cipher_suites = suites;
     }
     if let Some(names) = &tls.curve_preferences {
-        let field = format!("{F}.curve_preferences");
+        let field = format!("{TLS}.curve_preferences");
         let mut groups: Vec<&'static dyn SupportedKxGroup> = Vec::new();
         for name in names {
-            let group = CURVES
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, g)| *g)
-                .ok_or_else(|| {
-                    if UNSUPPORTED_CURVE_NAMES.contains(&name.as_str()) {
-                        error(
-                            &field,
-                            format!("{name:?} is not supported by the ring provider"),
-                        )
-                    } else {
-                        let known: Vec<_> = CURVES.iter().map(|(n, _)| *n).collect();
-                        error(
-                            &field,
-                            format!("unknown value {name:?} (known: {})", known.join(", ")),
-                        )
-                    }
-                })?;
+            let group = by_go_name(
+                CURVES,
+                UNSUPPORTED_CURVE_NAMES,
+                "the ring provider",
+                &field,
+                name,
+            )?;
             if !groups.iter().any(|g| g.name() == group.name()) {
                 groups.push(group);
             }
@@ -509,44 +549,87 @@ fn build_tls(
         }
         provider.kx_groups = groups;
     }
-    let provider = Arc::new(provider);
+    Ok(provider)
+}
 
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_file)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| {
-            error(
-                format!("{F}.cert_file"),
-                format!("{}: {e}", cert_file.display()),
-            )
-        })?;
+/// Looks `name` up in a table of Go names. A name in `unsupported` is one Go knows that
+/// `implementor` (rustls, the ring provider) does not; any other is unknown, and the error
+/// for `field` lists the table.
+fn by_go_name<T: Copy>(
+    table: &[(&str, T)],
+    unsupported: &[&str],
+    implementor: &str,
+    field: &str,
+    name: &str,
+) -> Result<T, WebConfigError> {
+    if let Some((_, value)) = table.iter().find(|(n, _)| *n == name) {
+        return Ok(*value);
+    }
+    if unsupported.contains(&name) {
+        return Err(error(
+            field,
+            format!("{name:?} is not supported by {implementor}"),
+        ));
+    }
+    let known: Vec<_> = table.iter().map(|(n, _)| *n).collect();
+    Err(error(
+        field,
+        format!("unknown value {name:?} (known: {})", known.join(", ")),
+    ))
+}
+
+/// The certificate chain and the private key, read from their PEM files.
+fn read_cert_and_key(
+    cert_file: &Path,
+    key_file: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), WebConfigError> {
+    let certs = read_certs(cert_file).map_err(|e| {
+        error(
+            format!("{TLS}.cert_file"),
+            format!("{}: {e}", cert_file.display()),
+        )
+    })?;
     if certs.is_empty() {
         return Err(error(
-            format!("{F}.cert_file"),
+            format!("{TLS}.cert_file"),
             format!("{}: no certificate in it", cert_file.display()),
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(&key_file).map_err(|e| {
+    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
         error(
-            format!("{F}.key_file"),
+            format!("{TLS}.key_file"),
             format!("{}: {e}", key_file.display()),
         )
     })?;
+    Ok((certs, key))
+}
 
-    let verifier: Arc<dyn ClientCertVerifier> = match client_auth {
+/// Every certificate in the PEM file at `path`.
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, rustls::pki_types::pem::Error> {
+    CertificateDer::pem_file_iter(path).and_then(|it| it.collect::<Result<Vec<_>, _>>())
+}
+
+/// How client certificates are checked: not at all, accepted unverified, or chained to
+/// the client CA file (already checked to be there when `client_auth` verifies).
+fn client_verifier(
+    client_auth: ClientAuth,
+    client_ca: Option<&Path>,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn ClientCertVerifier>, WebConfigError> {
+    Ok(match client_auth {
         ClientAuth::NoClientCert => Arc::new(rustls::server::NoClientAuth),
         ClientAuth::RequestClientCert | ClientAuth::RequireAnyClientCert => {
             Arc::new(AnyClientCert {
                 mandatory: client_auth == ClientAuth::RequireAnyClientCert,
-                provider: Arc::clone(&provider),
+                provider: Arc::clone(provider),
             })
         }
         ClientAuth::VerifyClientCertIfGiven | ClientAuth::RequireAndVerifyClientCert => {
-            let field = format!("{F}.client_ca_file");
-            let ca = client_ca.as_ref().ok_or_else(|| error(&field, "missing"))?;
+            let field = format!("{TLS}.client_ca_file");
+            let ca = client_ca.ok_or_else(|| error(&field, "missing"))?;
             let mut roots = rustls::RootCertStore::empty();
-            let cas = CertificateDer::pem_file_iter(ca)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| error(&field, format!("{}: {e}", ca.display())))?;
+            let cas =
+                read_certs(ca).map_err(|e| error(&field, format!("{}: {e}", ca.display())))?;
             let (added, _) = roots.add_parsable_certificates(cas);
             if added == 0 {
                 return Err(error(
@@ -555,7 +638,7 @@ fn build_tls(
                 ));
             }
             let builder =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
+                WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider));
             let builder = if client_auth == ClientAuth::VerifyClientCertIfGiven {
                 builder.allow_unauthenticated()
             } else {
@@ -565,27 +648,7 @@ fn build_tls(
                 .build()
                 .map_err(|e| error(field, format!("{}: {e}", ca.display())))?
         }
-    };
-    let mut server = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&versions)
-        .map_err(|e| error(format!("{F}.min_version"), e.to_string()))?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(certs, key)
-        .map_err(|e| {
-            error(
-                format!("{F}.key_file"),
-                format!(
-                    "{} does not fit {}: {e}",
-                    key_file.display(),
-                    cert_file.display()
-                ),
-            )
-        })?;
-    // The server's suite order wins when asked (Go's prefer_server_cipher_suites).
-    server.ignore_client_order = tls.prefer_server_cipher_suites.unwrap_or(false);
-    // HTTP/1.1 is all railscope serves.
-    server.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Some(Arc::new(server)))
+    })
 }
 
 /// `RequestClientCert` / `RequireAnyClientCert`: asks for a certificate and accepts any (as
@@ -667,7 +730,7 @@ fn stamps(files: &[PathBuf]) -> Vec<Stamp> {
 
 /// The live web configuration, swapped when its files change.
 #[derive(Debug)]
-pub struct WebState {
+pub(crate) struct WebState {
     path: Option<PathBuf>,
     current: RwLock<Arc<WebConfig>>,
     seen: std::sync::Mutex<Vec<Stamp>>,
@@ -675,7 +738,7 @@ pub struct WebState {
 
 impl WebState {
     /// The state for `config`, loaded from `path` (`None`: no web config file).
-    pub fn new(path: Option<PathBuf>, config: WebConfig) -> WebState {
+    pub(crate) fn new(path: Option<PathBuf>, config: WebConfig) -> WebState {
         let seen = stamps(&config.files);
         WebState {
             path,
@@ -685,12 +748,12 @@ impl WebState {
     }
 
     /// Whether a web config file is watched.
-    pub fn has_file(&self) -> bool {
+    pub(crate) fn has_file(&self) -> bool {
         self.path.is_some()
     }
 
     /// The configuration in force.
-    pub fn current(&self) -> Arc<WebConfig> {
+    pub(crate) fn current(&self) -> Arc<WebConfig> {
         match self.current.read() {
             Ok(guard) => Arc::clone(&guard),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
@@ -700,7 +763,7 @@ impl WebState {
     /// Re-reads the configuration when one of its files changed since the last look.
     /// A new configuration that is invalid, or that would turn TLS on or off (that needs a
     /// restart: the listener's protocol is fixed), is logged once and the old one kept.
-    pub fn reload_if_changed(&self) {
+    pub(crate) fn reload_if_changed(&self) {
         let Some(path) = &self.path else { return };
         let current = self.current();
         let now = stamps(&current.files);

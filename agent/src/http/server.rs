@@ -31,58 +31,58 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower_http::compression::CompressionLayer;
 
-use crate::basic_auth::BasicAuth;
 use crate::exposition::{self, Format};
+use crate::http::basic_auth::BasicAuth;
+use crate::http::web_config::WebState;
 use crate::scheduler::{Scheduler, scrape_timeout};
-use crate::web_config::WebState;
 use crate::{mapping, process};
 
 /// The largest request head (request line and headers) read; past it the answer is 431.
-pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// The most request headers; past it the answer is 431.
-pub const MAX_HEADERS: usize = 64;
+pub(crate) const MAX_HEADERS: usize = 64;
 /// How long a shutdown waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Limits on what one client can hold.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Concurrent requests to the metrics path; more get 503 at once. 0: no limit.
-    pub max_requests: usize,
+    pub(crate) max_requests: usize,
     /// Time for the TLS handshake, and for each request head from when the connection is
     /// ready for it (so also the idle limit of a keep-alive connection).
-    pub read_header_timeout: Duration,
+    pub(crate) read_header_timeout: Duration,
     /// Time for a handler to answer (else 503), and the longest a response write may make
     /// no progress (else the connection is closed).
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
 }
 
 /// What the handlers share.
 #[derive(Debug)]
-pub struct AppState {
+pub(crate) struct AppState {
     /// Runs collections.
-    pub scheduler: Arc<Scheduler>,
+    pub(crate) scheduler: Arc<Scheduler>,
     /// The metrics path.
-    pub telemetry_path: String,
+    pub(crate) telemetry_path: String,
     /// Cap on a collection's duration.
-    pub timeout_max: Duration,
+    pub(crate) timeout_max: Duration,
     /// Time kept back from the scraper's timeout.
-    pub timeout_offset: Duration,
+    pub(crate) timeout_offset: Duration,
     /// Set once the first collection has finished.
-    pub ready: AtomicBool,
+    pub(crate) ready: AtomicBool,
     /// The web configuration in force (users, headers; TLS is used by [`serve`]).
-    pub web: Arc<WebState>,
+    pub(crate) web: Arc<WebState>,
     /// Basic auth verdicts.
-    pub auth: BasicAuth,
+    pub(crate) auth: BasicAuth,
     /// Limits.
-    pub limits: Limits,
+    pub(crate) limits: Limits,
     /// Permits for concurrent metrics requests (`None`: unlimited).
-    pub in_flight: Option<Arc<Semaphore>>,
+    pub(crate) in_flight: Option<Arc<Semaphore>>,
 }
 
 impl AppState {
     /// State for a scheduler, with the given web config and limits.
-    pub fn new(
+    pub(crate) fn new(
         scheduler: Arc<Scheduler>,
         telemetry_path: String,
         timeout_max: Duration,
@@ -106,7 +106,7 @@ impl AppState {
 }
 
 /// Builds the router.
-pub fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<AppState>) -> Router {
     let metrics_path = state.telemetry_path.clone();
     Router::new()
         .route(
@@ -316,7 +316,7 @@ async fn not_found(method: Method) -> Response {
 /// for a few seconds. TLS when the web config at start has it (the handshake uses the
 /// configuration in force when the connection arrives, so a reloaded certificate applies
 /// to new connections).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     web: Arc<WebState>,
@@ -515,7 +515,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
 
 /// Binds `address`: `:port` listens on every interface (IPv6 and IPv4 where the host has
 /// IPv6, IPv4 otherwise).
-pub async fn bind(address: &str) -> std::io::Result<TcpListener> {
+pub(crate) async fn bind(address: &str) -> std::io::Result<TcpListener> {
     if let Some(port) = address.strip_prefix(':') {
         let port: u16 = port
             .parse()
@@ -533,7 +533,7 @@ pub async fn bind(address: &str) -> std::io::Result<TcpListener> {
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -17,14 +17,14 @@ use axum::http::HeaderValue;
 use base64::Engine;
 use tokio::sync::Semaphore;
 
-use crate::web_config::FAKE_BCRYPT_HASH;
+use crate::http::web_config::FAKE_BCRYPT_HASH;
 
 /// The most verdicts kept; when full, one arbitrary entry makes room.
-pub const CACHE_CAPACITY: usize = 1024;
+pub(crate) const CACHE_CAPACITY: usize = 1024;
 
 /// Verdicts by SHA-256 of (user, hash, password).
 #[derive(Debug, Default)]
-pub struct VerdictCache {
+pub(crate) struct VerdictCache {
     verdicts: Mutex<HashMap<[u8; 32], bool>>,
 }
 
@@ -44,14 +44,10 @@ impl VerdictCache {
         verdicts.insert(key, verdict);
     }
 
-    /// How many verdicts are cached.
-    pub fn len(&self) -> usize {
+    /// How many verdicts are cached (for the tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.lock().len()
-    }
-
-    /// Whether the cache is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], bool>> {
@@ -64,7 +60,7 @@ impl VerdictCache {
 
 /// Checks `Authorization` headers.
 #[derive(Debug)]
-pub struct BasicAuth {
+pub(crate) struct BasicAuth {
     cache: VerdictCache,
     bcrypt: Arc<Semaphore>,
 }
@@ -79,7 +75,7 @@ impl Default for BasicAuth {
 }
 
 /// User and password from a `Basic` authorization header.
-pub fn parse_header(header: &HeaderValue) -> Option<(String, Vec<u8>)> {
+pub(crate) fn parse_header(header: &HeaderValue) -> Option<(String, Vec<u8>)> {
     let text = header.to_str().ok()?;
     let (scheme, encoded) = text.trim().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
@@ -106,13 +102,14 @@ fn cache_key(user: &str, hash: &str, password: &[u8]) -> [u8; 32] {
 }
 
 impl BasicAuth {
-    /// The cached verdicts.
-    pub fn cache(&self) -> &VerdictCache {
+    /// The cached verdicts (for the tests).
+    #[cfg(test)]
+    fn cache(&self) -> &VerdictCache {
         &self.cache
     }
 
     /// Whether `header` holds the password of one of `users`.
-    pub async fn check(
+    pub(crate) async fn check(
         &self,
         users: &BTreeMap<String, String>,
         header: Option<&HeaderValue>,
