@@ -315,13 +315,22 @@ impl<'a> Run<'a> {
                 ),
             ),
         };
-        tracing::warn!(
-            collector = job.source,
-            device = key.as_str(),
-            path = %path.display(),
-            waited_seconds = waited.as_secs_f64(),
-            "A device did not answer in time; its series are skipped until it does."
-        );
+        if blocked.is_some() {
+            tracing::warn!(
+                collector = job.source,
+                device = key.as_str(),
+                path = %path.display(),
+                waited_seconds = waited.as_secs_f64(),
+                "A read blocked in the kernel past its wait; the device is skipped until the read returns."
+            );
+        } else {
+            tracing::warn!(
+                collector = job.source,
+                device = key.as_str(),
+                waited_seconds = waited.as_secs_f64(),
+                "A device did not answer in time; its series are skipped until it does."
+            );
+        }
         lock(&self.errors).push(CollectError::new(
             Some(key),
             &path,
