@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::fs::{Fs, RealFs, Roots};
 use crate::guard::{BlockedDevice, GuardedFs};
 use crate::run::{Deadline, Run, Work};
-use crate::source::{OptionSpec, OptionValues, Report, Source, SourceBuildError};
+use crate::source::{Build, OptionSpec, OptionValues, Report, Source, SourceBuildError};
 use crate::sources::{dcb, ethtool, gpu, host, infiniband, netdev, pci, topology};
 
 /// What a source read in one collection.
@@ -90,7 +90,7 @@ where
     SourceData: From<S::Data>,
 {
     let fs: Arc<dyn Fs> = guard.clone();
-    let source = S::build(roots, fs, options)?;
+    let source = S::build(&Build { roots, fs, options })?;
     Ok(Box::new(Registered {
         source: Arc::new(source),
         work: Work::new(S::SPEC.name, Some(Arc::clone(guard))),

@@ -72,6 +72,17 @@ pub struct Spec {
     pub options: &'static [OptionSpec],
 }
 
+/// What a source is built from.
+#[derive(Debug, Clone)]
+pub struct Build<'a> {
+    /// Where sysfs and procfs are mounted.
+    pub roots: &'a Roots,
+    /// The file system every read goes through (guarded against reads that block).
+    pub fs: Arc<dyn Fs>,
+    /// The values given for its options, by option name.
+    pub options: &'a OptionValues,
+}
+
 /// A source: reads one kernel or library interface and returns plain data. `collect` blocks;
 /// the agent runs it on a blocking thread, and the source runs its per-device work through
 /// [`Run::each`] under the collection's deadline.
@@ -80,12 +91,8 @@ pub trait Source: Send + Sync + std::fmt::Debug + Sized + 'static {
     type Data: Send + 'static;
     /// Its registry entry.
     const SPEC: Spec;
-    /// Builds the source over `roots`, reading through `fs`, with its option values.
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError>;
+    /// Builds the source from its option values; an invalid one names the option.
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError>;
     /// Reads the node once.
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Self::Data>;
 }

@@ -35,10 +35,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::CollectError;
-use crate::fs::{Fs, Roots};
+use crate::fs::Fs;
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
 use crate::run::Run;
-use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
+use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 use crate::sources::netdev::rtnl::RtnlSocket;
 use crate::sources::netdev::{RTNETLINK_PATH, is_same_netdev};
 use wire::Reply;
@@ -56,18 +56,6 @@ pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Errnos that mean "this netdev has no DCB", not a failure.
 pub const NO_DCB_ERRNOS: [i32; 3] = [libc::EOPNOTSUPP, libc::ENODEV, libc::EINVAL];
-
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    options: &OptionValues,
-) -> Result<DcbSource, SourceBuildError> {
-    Ok(DcbSource {
-        fs,
-        sysfs: roots.sysfs.clone(),
-        filter: NetdevFilter::from_options(options)?,
-    })
-}
 
 /// What the source read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -196,12 +184,13 @@ impl Source for DcbSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs, options) = (from.roots, Arc::clone(&from.fs), from.options);
+        Ok(DcbSource {
+            fs,
+            sysfs: roots.sysfs.clone(),
+            filter: NetdevFilter::from_options(options)?,
+        })
     }
 
     fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {

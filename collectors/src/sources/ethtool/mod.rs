@@ -38,7 +38,7 @@ use crate::fs::{Fs, Roots};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
 use crate::run::Run;
 use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec, regex_option,
+    Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
 pub use names::Stat;
 pub use reader::{Error, IoctlReader, StatsReader};
@@ -61,22 +61,6 @@ pub const SPEC: Spec = Spec {
     default_enabled: true,
     options: &OPTIONS,
 };
-
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    options: &OptionValues,
-) -> Result<EthtoolSource, SourceBuildError> {
-    let mut source = EthtoolSource::new(
-        roots,
-        fs,
-        NetdevFilter::from_options(options)?,
-        regex_option(options, "metrics-include")?,
-        Arc::new(IoctlReader),
-    );
-    source.live_namespace_only = true;
-    Ok(source)
-}
 
 /// What the source read in one collection.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -238,12 +222,17 @@ impl Source for EthtoolSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs, options) = (from.roots, Arc::clone(&from.fs), from.options);
+        let mut source = EthtoolSource::new(
+            roots,
+            fs,
+            NetdevFilter::from_options(options)?,
+            regex_option(options, "metrics-include")?,
+            Arc::new(IoctlReader),
+        );
+        source.live_namespace_only = true;
+        Ok(source)
     }
 
     fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {

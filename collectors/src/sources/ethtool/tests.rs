@@ -1,6 +1,7 @@
 //! Source tests over the byte fixtures in `tests/fixtures/ethtool/`, served by [`FakeEthtool`],
 //! and over small trees of `/sys/class/net` written in a temporary directory.
 
+use crate::source::OptionValues;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -497,7 +498,12 @@ fn the_metrics_include_option_is_registered_and_validated() {
     let roots = Roots::default();
     let mut options = OptionValues::new();
     options.insert("metrics-include".into(), "(".into());
-    let err = EthtoolSource::build(&roots, Arc::new(RealFs), &options).unwrap_err();
+    let err = EthtoolSource::build(&crate::source::Build {
+        roots: &roots,
+        fs: Arc::new(RealFs),
+        options: &options,
+    })
+    .unwrap_err();
     assert_eq!(err.option, "metrics-include");
 }
 

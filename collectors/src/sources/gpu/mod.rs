@@ -37,9 +37,8 @@ use nvml_wrapper::error::NvmlError;
 pub use types::*;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{Fs, Roots};
 use crate::run::{Run, Unit};
-use crate::source::{OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec};
+use crate::source::{Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -202,25 +201,18 @@ fn describe_init_error(library: &str, err: &NvmlError) -> String {
     }
 }
 
-fn build(_: &Roots, _: Arc<dyn Fs>, options: &OptionValues) -> Result<GpuSource, SourceBuildError> {
-    let library = options
-        .get("nvml-library")
-        .cloned()
-        .filter(|l| !l.is_empty())
-        .unwrap_or_else(|| DEFAULT_NVML_LIBRARY.to_owned());
-    Ok(GpuSource::new(library))
-}
-
 impl Source for GpuSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let options = from.options;
+        let library = options
+            .get("nvml-library")
+            .cloned()
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| DEFAULT_NVML_LIBRARY.to_owned());
+        Ok(GpuSource::new(library))
     }
 
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {

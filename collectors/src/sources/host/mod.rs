@@ -18,7 +18,7 @@ use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::pcie;
 use crate::run::Run;
-use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
+use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -27,13 +27,6 @@ pub const SPEC: Spec = Spec {
     default_enabled: true,
     options: &[],
 };
-
-fn build(roots: &Roots, fs: Arc<dyn Fs>, _: &OptionValues) -> Result<HostSource, SourceBuildError> {
-    Ok(HostSource {
-        fs,
-        roots: roots.clone(),
-    })
-}
 
 /// Modules whose presence is reported.
 pub const MODULES: &[&str] = &[
@@ -136,12 +129,12 @@ impl Source for HostSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs) = (from.roots, Arc::clone(&from.fs));
+        Ok(HostSource {
+            fs,
+            roots: roots.clone(),
+        })
     }
 
     fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {

@@ -32,7 +32,7 @@ use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::run::{Deadline, Run, Work};
 use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec, regex_option,
+    Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
 use parse::ParseError;
 
@@ -64,45 +64,6 @@ pub const SPEC: Spec = Spec {
         },
     ],
 };
-
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    options: &OptionValues,
-) -> Result<InfinibandSource, SourceBuildError> {
-    let hw_source = match options.get("hw-counters-source").map(String::as_str) {
-        None | Some("auto") => HwSource::Auto,
-        Some("netlink") => HwSource::Netlink,
-        Some("sysfs") => HwSource::Sysfs,
-        Some(other) => {
-            return Err(SourceBuildError {
-                option: "hw-counters-source".into(),
-                reason: format!("{other:?} is not one of auto, netlink, sysfs"),
-            });
-        }
-    };
-    let mut source = InfinibandSource::new(
-        roots,
-        fs,
-        regex_option(options, "device-include")?,
-        regex_option(options, "device-exclude")?,
-    );
-    let library = options
-        .get("verbs-library")
-        .map(String::as_str)
-        .unwrap_or(DEFAULT_VERBS_LIBRARY);
-    // Verbs talk to the devices of this node, so they are only used on the real sysfs.
-    if !library.is_empty() && roots.sysfs == std::path::Path::new(crate::fs::DEFAULT_SYSFS) {
-        source.verbs = verbs::Verbs::load(library).map(std::sync::Arc::new);
-    }
-    source.hw_source = match hw_source {
-        HwSource::Auto if roots.sysfs != std::path::Path::new(crate::fs::DEFAULT_SYSFS) => {
-            HwSource::Sysfs
-        }
-        other => other,
-    };
-    Ok(source)
-}
 
 /// Where port-level driver counters are read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,12 +236,40 @@ impl Source for InfinibandSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs, options) = (from.roots, Arc::clone(&from.fs), from.options);
+        let hw_source = match options.get("hw-counters-source").map(String::as_str) {
+            None | Some("auto") => HwSource::Auto,
+            Some("netlink") => HwSource::Netlink,
+            Some("sysfs") => HwSource::Sysfs,
+            Some(other) => {
+                return Err(SourceBuildError {
+                    option: "hw-counters-source".into(),
+                    reason: format!("{other:?} is not one of auto, netlink, sysfs"),
+                });
+            }
+        };
+        let mut source = InfinibandSource::new(
+            roots,
+            fs,
+            regex_option(options, "device-include")?,
+            regex_option(options, "device-exclude")?,
+        );
+        let library = options
+            .get("verbs-library")
+            .map(String::as_str)
+            .unwrap_or(DEFAULT_VERBS_LIBRARY);
+        // Verbs talk to the devices of this node, so they are only used on the real sysfs.
+        if !library.is_empty() && roots.sysfs == std::path::Path::new(crate::fs::DEFAULT_SYSFS) {
+            source.verbs = verbs::Verbs::load(library).map(std::sync::Arc::new);
+        }
+        source.hw_source = match hw_source {
+            HwSource::Auto if roots.sysfs != std::path::Path::new(crate::fs::DEFAULT_SYSFS) => {
+                HwSource::Sysfs
+            }
+            other => other,
+        };
+        Ok(source)
     }
 
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {

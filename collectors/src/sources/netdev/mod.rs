@@ -37,7 +37,7 @@ use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
 use crate::run::Run;
-use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
+use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 use rtnl::{Link, RtnlSocket};
 
 /// The registry entry of this source.
@@ -53,18 +53,6 @@ pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The path errors of the rtnetlink dump are reported under.
 pub const RTNETLINK_PATH: &str = "rtnetlink:RTM_GETLINK";
-
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    options: &OptionValues,
-) -> Result<NetdevSource, SourceBuildError> {
-    Ok(NetdevSource::new(
-        roots,
-        fs,
-        NetdevFilter::from_options(options)?,
-    ))
-}
 
 /// What the source read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -219,12 +207,13 @@ impl Source for NetdevSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs, options) = (from.roots, Arc::clone(&from.fs), from.options);
+        Ok(NetdevSource::new(
+            roots,
+            fs,
+            NetdevFilter::from_options(options)?,
+        ))
     }
 
     fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {

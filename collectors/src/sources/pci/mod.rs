@@ -16,7 +16,7 @@ use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::pcie::{self, parse_hex_id, parse_link_speed};
 use crate::run::Run;
-use crate::source::{OptionValues, Report, Source, SourceBuildError, Spec};
+use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -25,13 +25,6 @@ pub const SPEC: Spec = Spec {
     default_enabled: true,
     options: &[],
 };
-
-fn build(roots: &Roots, fs: Arc<dyn Fs>, _: &OptionValues) -> Result<PciSource, SourceBuildError> {
-    Ok(PciSource {
-        fs,
-        sysfs: roots.sysfs.clone(),
-    })
-}
 
 /// What a PCI function is to railscope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -164,12 +157,12 @@ impl Source for PciSource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs) = (from.roots, Arc::clone(&from.fs));
+        Ok(PciSource {
+            fs,
+            sysfs: roots.sysfs.clone(),
+        })
     }
 
     fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {

@@ -28,7 +28,7 @@ use crate::fs::{Fs, Roots};
 use crate::pcie::{self, Level, PciPath};
 use crate::run::Run;
 use crate::source::{
-    OptionKind, OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec, regex_option,
+    Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
 
 /// The registry entry of this source.
@@ -49,28 +49,6 @@ pub const SPEC: Spec = Spec {
         },
     ],
 };
-
-fn build(
-    roots: &Roots,
-    fs: Arc<dyn Fs>,
-    options: &OptionValues,
-) -> Result<TopologySource, SourceBuildError> {
-    let rails = match options.get("rails") {
-        Some(text) if !text.trim().is_empty() => {
-            Some(parse_rail_map(text).map_err(|reason| SourceBuildError {
-                option: "rails".into(),
-                reason,
-            })?)
-        }
-        _ => None,
-    };
-    Ok(TopologySource {
-        fs,
-        sysfs: roots.sysfs.clone(),
-        exclude: regex_option(options, "rail-exclude")?,
-        rails,
-    })
-}
 
 /// Parses `KEY=RAIL,KEY=RAIL`.
 pub fn parse_rail_map(text: &str) -> Result<BTreeMap<String, u32>, String> {
@@ -218,12 +196,23 @@ impl Source for TopologySource {
     type Data = Snapshot;
     const SPEC: Spec = SPEC;
 
-    fn build(
-        roots: &Roots,
-        fs: Arc<dyn Fs>,
-        options: &OptionValues,
-    ) -> Result<Self, SourceBuildError> {
-        build(roots, fs, options)
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        let (roots, fs, options) = (from.roots, Arc::clone(&from.fs), from.options);
+        let rails = match options.get("rails") {
+            Some(text) if !text.trim().is_empty() => {
+                Some(parse_rail_map(text).map_err(|reason| SourceBuildError {
+                    option: "rails".into(),
+                    reason,
+                })?)
+            }
+            _ => None,
+        };
+        Ok(TopologySource {
+            fs,
+            sysfs: roots.sysfs.clone(),
+            exclude: regex_option(options, "rail-exclude")?,
+            rails,
+        })
     }
 
     fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
