@@ -74,6 +74,25 @@ impl Inflight {
         true
     }
 
+    /// Waits until every source has posted or `until` comes; true when every one has.
+    async fn wait(&self, until: Instant) -> bool {
+        loop {
+            let posted = self.posted.notified();
+            tokio::pin!(posted);
+            posted.as_mut().enable();
+            if self.done.load(Ordering::Acquire) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            tokio::select! {
+                () = posted => {}
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(until)) => {}
+            }
+        }
+    }
+
     fn view(&self, names: &[&'static str]) -> Collection {
         let board = lock(&self.board);
         let elapsed = self.started.elapsed();
@@ -185,19 +204,7 @@ impl Scheduler {
                 }
             }
         };
-        let until = tokio::time::Instant::from_std(deadline + JOIN_GRACE);
-        loop {
-            let posted = inflight.posted.notified();
-            tokio::pin!(posted);
-            posted.as_mut().enable();
-            if inflight.done.load(Ordering::Acquire) {
-                break;
-            }
-            tokio::select! {
-                () = posted => {}
-                () = tokio::time::sleep_until(until) => break,
-            }
-        }
+        inflight.wait(deadline + JOIN_GRACE).await;
         Arc::new(inflight.view(&self.source_names()))
     }
 
@@ -264,35 +271,31 @@ impl Scheduler {
     /// that has not posted is reported failed, and the collection is over.
     async fn close_at_deadline(&self, inflight: &Arc<Inflight>) {
         loop {
-            let posted = inflight.posted.notified();
-            tokio::pin!(posted);
-            posted.as_mut().enable();
-            if inflight.done.load(Ordering::Acquire) {
-                break;
-            }
             let until = inflight.deadline.at() + JOIN_GRACE;
-            if Instant::now() >= until {
-                for (index, slot) in self.slots.iter().enumerate() {
-                    let name = slot.source.name();
-                    let elapsed = inflight.started.elapsed();
-                    if inflight.post(index, || SourceOutcome::failed(name, elapsed)) {
-                        slot.errors_total.fetch_add(1, Ordering::Relaxed);
-                        slot.late.store(true, Ordering::Release);
-                        tracing::warn!(
-                            collector = name,
-                            timeout_seconds = elapsed.as_secs_f64(),
-                            "Collector missed the scrape deadline; its series are missing until it returns."
-                        );
-                    }
-                }
+            // Look again at least every 10 ms: a joining scrape may bring the deadline forward.
+            if inflight
+                .wait(until.min(Instant::now() + Duration::from_millis(10)))
+                .await
+            {
                 break;
             }
-            // Look again at least every 10 ms: a joining scrape may bring the deadline forward.
-            let wake = until.min(Instant::now() + Duration::from_millis(10));
-            tokio::select! {
-                () = posted => {}
-                () = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+            if Instant::now() < inflight.deadline.at() + JOIN_GRACE {
+                continue;
             }
+            for (index, slot) in self.slots.iter().enumerate() {
+                let name = slot.source.name();
+                let elapsed = inflight.started.elapsed();
+                if inflight.post(index, || SourceOutcome::failed(name, elapsed)) {
+                    slot.errors_total.fetch_add(1, Ordering::Relaxed);
+                    slot.late.store(true, Ordering::Release);
+                    tracing::warn!(
+                        collector = name,
+                        timeout_seconds = elapsed.as_secs_f64(),
+                        "Collector missed the scrape deadline; its series are missing until it returns."
+                    );
+                }
+            }
+            break;
         }
         let mut current = lock(&self.inflight);
         if current
