@@ -10,7 +10,7 @@
 //!
 //! XID errors are counted per code from an NVML event set that one more thread waits on.
 
-pub mod raw;
+pub(crate) mod raw;
 pub mod types;
 
 use std::collections::HashMap;

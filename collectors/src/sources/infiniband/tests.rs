@@ -235,8 +235,8 @@ fn einval_on_a_pma_counter_costs_only_that_counter() {
     assert_eq!(report.errors.len(), 1);
     let err = &report.errors[0];
     assert_eq!(
-        (err.path.as_path(), err.errno, err.kind),
-        (bad.as_path(), Some(libc::EINVAL), ErrorKind::Io)
+        (err.path(), err.errno, err.kind),
+        (Some(bad.as_path()), Some(libc::EINVAL), ErrorKind::Io)
     );
     assert_eq!(err.device.as_deref(), Some("mlx5_0"));
     assert!(err.to_string().contains("EINVAL"), "{err}");
@@ -270,7 +270,12 @@ fn no_pma_and_garbage_are_reported_per_file() {
         .iter()
         .map(|e| {
             (
-                e.path.file_name().unwrap().to_str().unwrap().to_owned(),
+                e.path()
+                    .and_then(|p| p.file_name())
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
                 e.kind,
             )
         })
