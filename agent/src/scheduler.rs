@@ -368,7 +368,7 @@ impl Scheduler {
     fn log_error(&self, name: &'static str, error: &CollectError) {
         let key = (
             name.to_owned(),
-            error.path.display().to_string(),
+            error.origin.to_string(),
             error.kind.as_str(),
             error.errno,
         );
@@ -378,7 +378,7 @@ impl Scheduler {
         };
         let errno = error.errno_name().unwrap_or_default();
         let device = error.device.as_deref().unwrap_or_default();
-        let path = error.path.display().to_string();
+        let path = error.origin.to_string();
         if first {
             tracing::warn!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
         } else {

@@ -1,8 +1,9 @@
 //! Errors a source meets while reading the node.
 //!
 //! A source never fails as a whole because one file is bad: it records a [`CollectError`] that
-//! names the path, the errno and what was wrong, skips that file's series, and carries on. The
-//! agent counts these errors per collector and logs each distinct one once.
+//! names where it failed (its [`Origin`]: a file, a netlink command, an ioctl, a library
+//! call), the errno and what was wrong, skips that value's series, and carries on. The agent
+//! counts these errors per collector and logs each distinct one once.
 
 use std::fmt;
 use std::io;
@@ -42,13 +43,94 @@ impl ErrorKind {
     }
 }
 
+/// Where a [`CollectError`] happened: what was read or called.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// A file (an attribute, a directory, a link) under the configured root.
+    File(PathBuf),
+    /// A netlink request.
+    Netlink {
+        /// The netlink family: `rtnetlink` (`NETLINK_ROUTE`) or `rdma` (`NETLINK_RDMA`).
+        protocol: &'static str,
+        /// The command and what it asked about (`RTM_GETLINK`,
+        /// `RDMA_NLDEV_CMD_STAT_GET mlx5_0 port 1`, `DCB_CMD_IEEE_GET ens1f0np0`), so each
+        /// distinct failure is logged once.
+        command: String,
+    },
+    /// An ioctl on a netdev.
+    Ioctl {
+        /// The netdev asked.
+        netdev: String,
+        /// The command (`ETHTOOL_GSSET_INFO`).
+        command: &'static str,
+    },
+    /// A call into NVML.
+    Nvml {
+        /// The function (`nvmlDeviceGetPowerUsage`).
+        call: &'static str,
+    },
+    /// A call into libibverbs.
+    Verbs {
+        /// The function (`ibv_get_device_list`).
+        call: &'static str,
+    },
+    /// A device's unit of work as a whole (it did not answer in time; no file read was
+    /// inside the kernel when it was given up, as with a GPU hung in NVML).
+    Device {
+        /// The source.
+        source: &'static str,
+        /// The device (`gpu6`).
+        device: String,
+    },
+}
+
+impl Origin {
+    /// The `rtnetlink` protocol of [`Origin::Netlink`].
+    pub const RTNETLINK: &'static str = "rtnetlink";
+    /// The RDMA netlink protocol of [`Origin::Netlink`].
+    pub const RDMA: &'static str = "rdma";
+
+    /// A netlink request of `protocol` ([`Origin::RTNETLINK`], [`Origin::RDMA`]).
+    pub fn netlink(protocol: &'static str, command: impl Into<String>) -> Self {
+        Origin::Netlink {
+            protocol,
+            command: command.into(),
+        }
+    }
+
+    /// The file, for a file origin.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Origin::File(path) => Some(path),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::Netlink {
+                protocol: Origin::RDMA,
+                command,
+            } => write!(f, "RDMA netlink {command}"),
+            Origin::Netlink { protocol, command } => write!(f, "{protocol} {command}"),
+            Origin::Ioctl { netdev, command } => write!(f, "ioctl {command} on {netdev}"),
+            Origin::Nvml { call } => write!(f, "NVML {call}"),
+            Origin::Verbs { call } => write!(f, "libibverbs {call}"),
+            Origin::Device { source, device } => write!(f, "{source} device {device}"),
+        }
+    }
+}
+
 /// One failure met while reading the node; it costs only the series of what failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectError {
     /// The device the failure belongs to, when it belongs to one.
     pub device: Option<String>,
-    /// The path (under the configured root) that failed.
-    pub path: PathBuf,
+    /// What failed: a path under the configured root, or the call that failed.
+    pub origin: Origin,
     /// The errno of an I/O failure.
     pub errno: Option<i32>,
     /// What kind of failure it is.
@@ -60,20 +142,7 @@ pub struct CollectError {
 impl CollectError {
     /// An I/O failure on `path`.
     pub fn io(device: Option<&str>, path: &Path, err: &io::Error) -> Self {
-        let kind = if crate::guard::is_skipped(err) {
-            ErrorKind::Skipped
-        } else if crate::guard::is_timed_out(err) {
-            ErrorKind::Timeout
-        } else {
-            ErrorKind::Io
-        };
-        CollectError {
-            device: device.map(str::to_owned),
-            path: path.to_path_buf(),
-            errno: err.raw_os_error(),
-            kind,
-            detail: err.to_string(),
-        }
+        CollectError::failed(device, Origin::File(path.to_path_buf()), err)
     }
 
     /// A failure of kind `kind` on `path`, described by `detail`.
@@ -83,13 +152,86 @@ impl CollectError {
         kind: ErrorKind,
         detail: impl Into<String>,
     ) -> Self {
+        CollectError::at(device, Origin::File(path.to_path_buf()), kind, detail)
+    }
+
+    /// An I/O failure of any origin; a [`crate::guard`] timeout or skip is of that kind.
+    pub fn failed(device: Option<&str>, origin: Origin, err: &io::Error) -> Self {
+        let kind = if crate::guard::is_skipped(err) {
+            ErrorKind::Skipped
+        } else if crate::guard::is_timed_out(err) {
+            ErrorKind::Timeout
+        } else {
+            ErrorKind::Io
+        };
+        CollectError {
+            errno: err.raw_os_error(),
+            ..CollectError::at(device, origin, kind, err.to_string())
+        }
+    }
+
+    /// A failure of kind `kind` of any origin, without an errno.
+    pub fn at(
+        device: Option<&str>,
+        origin: Origin,
+        kind: ErrorKind,
+        detail: impl Into<String>,
+    ) -> Self {
         CollectError {
             device: device.map(str::to_owned),
-            path: path.to_path_buf(),
+            origin,
             errno: None,
             kind,
             detail: detail.into(),
         }
+    }
+
+    /// A failed netlink request of `protocol` ([`Origin::RTNETLINK`], [`Origin::RDMA`]).
+    pub fn netlink(
+        device: Option<&str>,
+        protocol: &'static str,
+        command: impl Into<String>,
+        err: &io::Error,
+    ) -> Self {
+        CollectError::failed(device, Origin::netlink(protocol, command), err)
+    }
+
+    /// A failed ioctl `command` on `netdev`, of kind `kind`, with the errno when there is one.
+    pub fn ioctl(
+        netdev: &str,
+        command: &'static str,
+        kind: ErrorKind,
+        errno: Option<i32>,
+        detail: impl Into<String>,
+    ) -> Self {
+        let origin = Origin::Ioctl {
+            netdev: netdev.to_owned(),
+            command,
+        };
+        CollectError {
+            errno,
+            ..CollectError::at(Some(netdev), origin, kind, detail)
+        }
+    }
+
+    /// A failed NVML call; NVML errors have no errno.
+    pub fn nvml(
+        device: Option<&str>,
+        call: &'static str,
+        kind: ErrorKind,
+        detail: impl Into<String>,
+    ) -> Self {
+        CollectError::at(device, Origin::Nvml { call }, kind, detail)
+    }
+
+    /// A failed libibverbs call.
+    pub fn verbs(device: Option<&str>, call: &'static str, err: &io::Error) -> Self {
+        CollectError::failed(device, Origin::Verbs { call }, err)
+    }
+
+    /// The file that failed, for errors of a file.
+    pub fn path(&self) -> Option<&Path> {
+        self.origin.path()
     }
 
     /// The errno's symbolic name (`EINVAL`), when there is an errno.
@@ -100,49 +242,31 @@ impl CollectError {
 
 impl fmt::Display for CollectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (origin, detail) = (&self.origin, &self.detail);
+        let file = matches!(origin, Origin::File(_));
+        match self.kind {
+            ErrorKind::Io if file => write!(f, "failed to read {origin}: {detail}")?,
+            ErrorKind::Io => write!(f, "{origin} failed: {detail}")?,
+            ErrorKind::Parse if file => write!(f, "failed to parse {origin}: {detail}")?,
+            ErrorKind::Parse => write!(f, "failed to parse the reply of {origin}: {detail}")?,
+            ErrorKind::Unavailable if file => {
+                write!(f, "value not available in {origin}: {detail}")?
+            }
+            ErrorKind::Unavailable => write!(f, "value not available from {origin}: {detail}")?,
+            ErrorKind::Timeout | ErrorKind::Skipped => write!(f, "{origin}: {detail}")?,
+            ErrorKind::Vanished => write!(f, "device vanished while reading {origin}: {detail}")?,
+        }
         match (self.kind, self.errno) {
-            (ErrorKind::Io, Some(errno)) => write!(
-                f,
-                "failed to read {}: {} ({})",
-                self.path.display(),
-                self.detail,
-                errno_name(errno)
-            ),
-            (ErrorKind::Io, None) => {
-                write!(f, "failed to read {}: {}", self.path.display(), self.detail)
-            }
-            (ErrorKind::Parse, _) => write!(
-                f,
-                "failed to parse {}: {}",
-                self.path.display(),
-                self.detail
-            ),
-            (ErrorKind::Unavailable, _) => {
-                write!(
-                    f,
-                    "value not available in {}: {}",
-                    self.path.display(),
-                    self.detail
-                )
-            }
-            (ErrorKind::Timeout | ErrorKind::Skipped, _) => {
-                write!(f, "{}: {}", self.path.display(), self.detail)
-            }
-            (ErrorKind::Vanished, _) => {
-                write!(
-                    f,
-                    "device vanished while reading {}: {}",
-                    self.path.display(),
-                    self.detail
-                )
-            }
+            (ErrorKind::Io, Some(errno)) => write!(f, " ({})", errno_name(errno)),
+            _ => Ok(()),
         }
     }
 }
 
 impl std::error::Error for CollectError {}
 
-/// The symbolic name of the errnos a sysfs read can return; `errno <number>` for the rest.
+/// The symbolic name of the errnos a sysfs read, a netlink socket or an ioctl can return;
+/// `errno <number>` for the rest.
 pub fn errno_name(errno: i32) -> String {
     let name = match errno {
         libc::EPERM => "EPERM",
@@ -165,7 +289,61 @@ pub fn errno_name(errno: i32) -> String {
         libc::ENAMETOOLONG => "ENAMETOOLONG",
         libc::EMFILE => "EMFILE",
         libc::ENFILE => "ENFILE",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
         _ => return format!("errno {errno}"),
     };
     name.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_read_as_before_and_calls_are_named() {
+        let einval = io::Error::from_raw_os_error(libc::EINVAL);
+        let file = CollectError::io(Some("mlx5_0"), Path::new("/sys/x/rate"), &einval);
+        assert_eq!(file.origin.to_string(), "/sys/x/rate");
+        assert_eq!(
+            file.to_string(),
+            format!("failed to read /sys/x/rate: {einval} (EINVAL)")
+        );
+        let stat = CollectError::netlink(
+            Some("mlx5_0"),
+            Origin::RDMA,
+            "RDMA_NLDEV_CMD_STAT_GET mlx5_0 port 1",
+            &einval,
+        );
+        assert_eq!(stat.path(), None);
+        assert_eq!(
+            stat.to_string(),
+            format!("RDMA netlink RDMA_NLDEV_CMD_STAT_GET mlx5_0 port 1 failed: {einval} (EINVAL)")
+        );
+        let link = CollectError::netlink(None, Origin::RTNETLINK, "RTM_GETLINK", &einval);
+        assert_eq!(link.origin.to_string(), "rtnetlink RTM_GETLINK");
+        let gstats = CollectError::ioctl(
+            "eth0",
+            "ETHTOOL_GSTATS",
+            ErrorKind::Parse,
+            None,
+            "short reply",
+        );
+        assert_eq!(
+            gstats.to_string(),
+            "failed to parse the reply of ioctl ETHTOOL_GSTATS on eth0: short reply"
+        );
+        let nvml = CollectError::nvml(
+            Some("0"),
+            "nvmlDeviceGetPowerUsage",
+            ErrorKind::Io,
+            "Unknown Error",
+        );
+        assert_eq!(
+            nvml.to_string(),
+            "NVML nvmlDeviceGetPowerUsage failed: Unknown Error"
+        );
+        let verbs = CollectError::verbs(None, "ibv_get_device_list", &einval);
+        assert_eq!(verbs.origin.to_string(), "libibverbs ibv_get_device_list");
+    }
 }

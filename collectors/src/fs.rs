@@ -145,12 +145,14 @@ fn trim_zeros(digits: &[u8]) -> &[u8] {
     &digits[zeros..]
 }
 
-/// Whether an I/O error means "not there" rather than "broken".
+/// Whether an I/O error means "not there" rather than "broken": `ENOENT`, or `ENOTDIR` (a
+/// path through a file). The rule every read of an attribute follows ([`crate::sysfs`]).
 pub fn is_not_found(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::NotFound
+    err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR)
 }
 
 /// A fault [`FaultFs`] injects.
+#[cfg(any(test, feature = "testing"))]
 #[derive(Debug, Clone)]
 pub enum Fault {
     /// The operation fails with this errno.
@@ -159,11 +161,14 @@ pub enum Fault {
     Content(Vec<u8>),
 }
 
+#[cfg(any(test, feature = "testing"))]
 type Hook = Box<dyn Fn(&Path) + Send + Sync>;
 
 /// A file system over [`RealFs`] that fails chosen paths with chosen errnos, and records every
 /// path it was asked for. Sysfs returns errnos (`EINVAL` from a PMA counter, `ENODEV` from a
-/// removed device) that plain files cannot, so tests of failure handling use this.
+/// removed device) that plain files cannot, so tests of failure handling use this. A test
+/// double: built for tests and with the `testing` feature only.
+#[cfg(any(test, feature = "testing"))]
 #[derive(Default)]
 pub struct FaultFs {
     faults: std::collections::HashMap<PathBuf, Fault>,
@@ -171,6 +176,7 @@ pub struct FaultFs {
     hook: Option<Hook>,
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl std::fmt::Debug for FaultFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FaultFs")
@@ -179,6 +185,7 @@ impl std::fmt::Debug for FaultFs {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl FaultFs {
     /// A file system with no faults.
     pub fn new() -> Self {
@@ -214,6 +221,7 @@ impl FaultFs {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl Fs for FaultFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         match self.enter(path) {

@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::fs::{DirEntry, Fs, Roots};
+use crate::sysfs::is_pci_address;
 
 /// The most devices that may be blocked at once. Past this, operations on devices that are not
 /// yet blocked fail at once too, so blocked threads stay bounded.
@@ -375,18 +376,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Class directories whose entries are devices, under `class/` and inside `devices/` paths.
 const DEVICE_CLASSES: &[&str] = &["infiniband", "infiniband_verbs", "net", "nvme", "hwmon"];
-
-fn is_pci_address(name: &str) -> bool {
-    // 0000:17:00.0
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
-}
 
 /// The directory of the device `path` belongs to: `class/<class>/<name>`,
 /// `bus/<bus>/devices/<name>`, or under `devices/` the class entry or the deepest PCI function.

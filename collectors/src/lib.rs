@@ -40,6 +40,7 @@ pub mod error;
 pub mod fs;
 pub mod guard;
 pub mod netdevs;
+pub(crate) mod netlink;
 pub mod pcie;
 #[cfg(test)]
 mod proptests;
@@ -47,9 +48,12 @@ pub mod registry;
 pub mod run;
 pub mod source;
 pub mod sources;
+pub mod sysfs;
 
 pub use error::{CollectError, ErrorKind};
-pub use fs::{Fault, FaultFs, Fs, RealFs, Roots};
+#[cfg(any(test, feature = "testing"))]
+pub use fs::{Fault, FaultFs};
+pub use fs::{Fs, RealFs, Roots};
 pub use guard::GuardedFs;
 pub use registry::{AnySource, Collectors, SOURCES, SourceData, SourceReport, SourceSpec};
 pub use run::{Deadline, Run, Unit};

@@ -1,4 +1,6 @@
-//! Which network interfaces the netdev-reading sources (`ethtool`, `dcb`, `netdev`) read.
+//! Which network interfaces the netdev-reading sources (`ethtool`, `dcb`, `netdev`) read, and
+//! whether a netdev of the sysfs tree is the one rtnetlink knows by its name
+//! (`is_same_netdev`).
 //!
 //! By default: the netdevs behind RDMA ports (GID netdevs, Soft-RoCE parents, the PCI
 //! function's `net/` entries) and the physical netdevs (those with a `device` link in
@@ -11,8 +13,11 @@ use std::path::Path;
 
 use regex::Regex;
 
+use crate::error::CollectError;
 use crate::fs::Fs;
+use crate::netlink::rtnl::Link;
 use crate::source::{OptionKind, OptionSpec, OptionValues, SourceBuildError, regex_option};
+use crate::sysfs::{self, Attrs};
 
 /// The `device-include` / `device-exclude` options every netdev-reading source has.
 pub const FILTER_OPTIONS: [OptionSpec; 2] = [
@@ -87,8 +92,8 @@ pub fn rdma_netdevs(fs: &dyn Fs, sysfs: &Path) -> BTreeSet<String> {
     };
     for dev in devices {
         let dir = class.join(&dev.name);
-        if let Ok(parent) = fs.read(&dir.join("parent")) {
-            out.insert(String::from_utf8_lossy(&parent).trim().to_owned());
+        if let Some(parent) = sysfs::peek(fs, &dir.join("parent")) {
+            out.insert(parent);
         }
         for nd in fs.read_dir(&dir.join("device/net")).unwrap_or_default() {
             out.insert(nd.name);
@@ -99,14 +104,37 @@ pub fn rdma_netdevs(fs: &dyn Fs, sysfs: &Path) -> BTreeSet<String> {
             // first slots; reading those is enough (the table has up to 1024 slots, and every
             // unused one fails with EINVAL).
             for slot in ["0", "1", "2", "3"] {
-                if let Ok(name) = fs.read(&ndevs.join(slot)) {
-                    let name = String::from_utf8_lossy(&name).trim().to_owned();
-                    if !name.is_empty() {
-                        out.insert(name);
-                    }
+                if let Some(name) = sysfs::peek(fs, &ndevs.join(slot)).filter(|n| !n.is_empty()) {
+                    out.insert(name);
                 }
             }
         }
     }
     out
+}
+
+/// Whether the rtnetlink `link` is the netdev `name` of the sysfs tree at `sysfs`: the same
+/// name, and the same `ifindex` and `address` where sysfs has them. The check keeps a fixture
+/// tree's `eth0` from borrowing the counters of the agent's own `eth0`. Read failures are
+/// pushed to `errors`.
+pub(crate) fn is_same_netdev(
+    fs: &dyn Fs,
+    sysfs: &Path,
+    name: &str,
+    link: &Link,
+    errors: &mut Vec<CollectError>,
+) -> bool {
+    if link.name.as_deref() != Some(name) {
+        return false;
+    }
+    let dir = sysfs.join("class/net").join(name);
+    let mut attrs = Attrs::new(fs, Some(name), errors);
+    let ifindex: Option<u32> = attrs.number(&dir.join("ifindex"));
+    if ifindex.is_some_and(|i| i != link.index) {
+        return false;
+    }
+    match (attrs.string(&dir.join("address")), &link.address) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+        _ => true,
+    }
 }

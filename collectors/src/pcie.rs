@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{Fs, is_not_found};
-use crate::sources::infiniband::parse::is_pci_address;
+use crate::fs::Fs;
+use crate::sysfs::{self, Attrs, is_pci_address};
 
 /// NVIDIA's PCI vendor id.
 pub const NVIDIA_VENDOR: u32 = 0x10de;
@@ -172,22 +172,13 @@ pub fn rdma_functions(
     errors: &mut Vec<CollectError>,
 ) -> Vec<RdmaFunction> {
     let class = sysfs.join("class/infiniband");
-    let entries = match fs.read_dir(&class) {
-        Ok(e) => e,
-        Err(err) if is_not_found(&err) => return Vec::new(),
-        Err(err) => {
-            errors.push(CollectError::io(None, &class, &err));
-            return Vec::new();
-        }
+    let Some(entries) = Attrs::new(fs, None, errors).list(&class) else {
+        return Vec::new();
     };
     let mut out = Vec::new();
     for entry in entries {
-        let Ok(target) = fs.read_link(&class.join(&entry.name).join("device")) else {
-            continue;
-        };
-        let Some(address) = target
-            .file_name()
-            .and_then(|n| n.to_str())
+        // Software devices have no `device` link; one that cannot be read is no PCI function.
+        let Some(address) = sysfs::peek_link(fs, &class.join(&entry.name).join("device"))
             .filter(|a| is_pci_address(a))
         else {
             continue;
@@ -198,7 +189,7 @@ pub fn rdma_functions(
             .unwrap_or_default();
         out.push(RdmaFunction {
             device: entry.name,
-            address: address.to_owned(),
+            address,
             ports,
         });
     }
@@ -210,20 +201,14 @@ pub fn rdma_functions(
 /// not GPUs.
 pub fn nvidia_gpus(fs: &dyn Fs, sysfs: &Path, errors: &mut Vec<CollectError>) -> Vec<String> {
     let dir = sysfs.join("bus/pci/devices");
-    let entries = match fs.read_dir(&dir) {
-        Ok(e) => e,
-        Err(err) if is_not_found(&err) => return Vec::new(),
-        Err(err) => {
-            errors.push(CollectError::io(None, &dir, &err));
-            return Vec::new();
-        }
+    let Some(entries) = Attrs::new(fs, None, errors).list(&dir) else {
+        return Vec::new();
     };
     let mut gpus = Vec::new();
     for entry in entries.into_iter().filter(|e| is_pci_address(&e.name)) {
+        // Only to find the GPUs: the `pci` source reports these files' errors.
         let read = |file: &str| {
-            fs.read(&dir.join(&entry.name).join(file))
-                .ok()
-                .and_then(|b| parse_hex_id(&String::from_utf8_lossy(&b)))
+            sysfs::peek(fs, &dir.join(&entry.name).join(file)).and_then(|t| parse_hex_id(&t))
         };
         if read("vendor") == Some(NVIDIA_VENDOR) && read("class").is_some_and(|c| c >> 16 == 0x03) {
             gpus.push(entry.name);
@@ -261,17 +246,13 @@ pub fn pci_path(
     }
 }
 
-/// Reads a function's `numa_node`.
+/// Reads a function's `numa_node`; any failure is unknown.
 pub fn numa_node(fs: &dyn Fs, sysfs: &Path, address: &str) -> Option<i64> {
-    let bytes = fs
-        .read(
-            &sysfs
-                .join("bus/pci/devices")
-                .join(address)
-                .join("numa_node"),
-        )
-        .ok()?;
-    String::from_utf8_lossy(&bytes).trim().parse().ok()
+    let path = sysfs
+        .join("bus/pci/devices")
+        .join(address)
+        .join("numa_node");
+    sysfs::peek(fs, &path)?.trim().parse().ok()
 }
 
 #[cfg(test)]

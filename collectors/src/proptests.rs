@@ -17,6 +17,8 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
+use crate::netlink::testing::{cstr, datagram, message, nest, nla};
+use crate::netlink::{self, rtnl};
 use crate::pcie::{self, PciPath};
 use crate::sources::dcb::IeeePfc;
 use crate::sources::dcb::wire;
@@ -28,9 +30,9 @@ use crate::sources::infiniband::netlink as nl;
 use crate::sources::infiniband::parse;
 use crate::sources::infiniband::pma;
 use crate::sources::infiniband::types::{MtuRule, PmaCounter, PmaDir};
-use crate::sources::netdev::rtnl;
 use crate::sources::pci;
 use crate::sources::topology;
+use crate::sysfs;
 
 /// `cases` cases, no regression files written into the source tree (a failure prints its
 /// minimized input, which is then kept as a unit test here).
@@ -144,7 +146,7 @@ proptest! {
         }
         let _ = parse::parse_int::<i64>(&text);
         let _ = parse::parse_int::<u32>(&text);
-        let _ = parse::is_pci_address(&text);
+        let _ = sysfs::is_pci_address(&text);
     }
 
     /// `sysfs_emit(buf, "%d%s Gb/sec (%dX%s)\n", rate / 10, rate % 10 ? ".5" : "", width,
@@ -240,11 +242,11 @@ proptest! {
         func in 0u8..8,
     ) {
         let address = format!("{domain:04x}:{bus:02x}:{dev:02x}.{func}");
-        prop_assert!(parse::is_pci_address(&address), "{}", address);
+        prop_assert!(sysfs::is_pci_address(&address), "{}", address);
         let longer = format!("{address}0");
         let bad_function = format!("{domain:04x}:{bus:02x}:{dev:02x}.8");
-        prop_assert!(!parse::is_pci_address(&longer));
-        prop_assert!(!parse::is_pci_address(&bad_function));
+        prop_assert!(!sysfs::is_pci_address(&longer));
+        prop_assert!(!sysfs::is_pci_address(&bad_function));
     }
 
     /// The active MTU is an IB MTU (or the rule's floor), never larger than what fits, and
@@ -297,55 +299,8 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------
-// Netlink: a small encoder shared by the RDMA, rtnetlink and DCB properties
+// Netlink: the RDMA, rtnetlink and DCB properties build bytes with `netlink::testing`
 // ---------------------------------------------------------------------------------------
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-/// One attribute, padded to 4 bytes.
-fn nla(ty: u16, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(align4(4 + payload.len()));
-    out.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
-    out.extend_from_slice(&ty.to_ne_bytes());
-    out.extend_from_slice(payload);
-    out.resize(align4(out.len()), 0);
-    out
-}
-
-/// A nested attribute (`NLA_F_NESTED` set, as the kernel's `nla_nest_start()` does).
-fn nest(ty: u16, children: &[Vec<u8>]) -> Vec<u8> {
-    nla(ty | 0x8000, &children.concat())
-}
-
-fn cstr(s: &str) -> Vec<u8> {
-    let mut v = s.as_bytes().to_vec();
-    v.push(0);
-    v
-}
-
-/// One netlink message; the body is not padded, the next message starts aligned.
-fn message(ty: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + body.len());
-    out.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
-    out.extend_from_slice(&ty.to_ne_bytes());
-    out.extend_from_slice(&flags.to_ne_bytes());
-    out.extend_from_slice(&seq.to_ne_bytes());
-    out.extend_from_slice(&0u32.to_ne_bytes());
-    out.extend_from_slice(body);
-    out
-}
-
-/// Messages concatenated into one datagram, each starting 4-byte aligned.
-fn datagram(messages: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for m in messages {
-        out.resize(align4(out.len()), 0);
-        out.extend_from_slice(m);
-    }
-    out
-}
 
 /// A name without NUL (a C string's content).
 fn c_name() -> impl Strategy<Value = String> {
@@ -436,16 +391,14 @@ proptest! {
 
     #[test]
     fn rdma_netlink_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
-        if let Ok(messages) = nl::parse_messages(&bytes) {
+        if let Ok(messages) = netlink::messages(&bytes) {
             for m in messages {
-                if let nl::Message::Data { payload, .. } = m {
-                    let _ = nl::decode_stats(payload);
-                    let _ = nl::decode_dev(payload);
-                    let _ = nl::decode_port(payload);
-                }
+                let _ = nl::decode_stats(m.payload);
+                let _ = nl::decode_dev(m.payload);
+                let _ = nl::decode_port(m.payload);
             }
         }
-        let _ = nl::parse_attrs(&bytes);
+        let _ = netlink::attributes(&bytes);
         let _ = nl::decode_stats(&bytes);
         let _ = nl::decode_dev(&bytes);
         let _ = nl::decode_port(&bytes);
@@ -453,7 +406,7 @@ proptest! {
 
     #[test]
     fn rdma_attributes_round_trip((bytes, expect) in attr_list()) {
-        let attrs = nl::parse_attrs(&bytes).unwrap();
+        let attrs = netlink::attributes(&bytes).unwrap();
         let got: Vec<(u16, Vec<u8>)> = attrs.into_iter().map(|(t, p)| (t, p.to_vec())).collect();
         prop_assert_eq!(got, expect);
     }
@@ -461,11 +414,9 @@ proptest! {
     #[test]
     fn stat_replies_round_trip(counters in counters(), extra in any::<bool>()) {
         let bytes = stat_reply(&counters, extra);
-        let messages = nl::parse_messages(&bytes).unwrap();
+        let messages = netlink::messages(&bytes).unwrap();
         prop_assert_eq!(messages.len(), 1);
-        let nl::Message::Data { payload, ty, .. } = messages[0] else {
-            return Err(TestCaseError::fail("not a data message"));
-        };
+        let netlink::Message { payload, ty, .. } = messages[0];
         prop_assert_eq!(ty, nl::msg_type(nl::CMD_STAT_GET));
         prop_assert_eq!(nl::decode_stats(payload).unwrap(), counters);
     }
@@ -474,11 +425,9 @@ proptest! {
     fn mangled_stat_replies_never_panic(
         bytes in counters().prop_flat_map(|c| mutated(stat_reply(&c, true))),
     ) {
-        if let Ok(messages) = nl::parse_messages(&bytes) {
+        if let Ok(messages) = netlink::messages(&bytes) {
             for m in messages {
-                if let nl::Message::Data { payload, .. } = m {
-                    let _ = nl::decode_stats(payload);
-                }
+                let _ = nl::decode_stats(m.payload);
             }
         }
     }
@@ -519,21 +468,22 @@ proptest! {
             });
         }
         let bytes = datagram(&messages);
-        let decoded = nl::parse_messages(&bytes).unwrap();
+        let decoded = netlink::messages(&bytes).unwrap();
         prop_assert_eq!(decoded.len(), parts.len());
         for (m, (kind, device, port, netdev, errno)) in decoded.iter().zip(&parts) {
-            match (m, kind) {
-                (nl::Message::Data { payload, .. }, 0) => {
-                    let entry = nl::decode_port(payload).unwrap().unwrap();
+            // Errnos come back as the kernel means them: positive.
+            match (m.errno(), m.done_errno(), kind) {
+                (None, None, 0) => {
+                    let entry = nl::decode_port(m.payload).unwrap().unwrap();
                     prop_assert_eq!(&entry.device, device);
                     prop_assert_eq!(entry.port, *port);
                     prop_assert_eq!(&entry.netdev, netdev);
-                    let dev = nl::decode_dev(payload).unwrap().unwrap();
+                    let dev = nl::decode_dev(m.payload).unwrap().unwrap();
                     prop_assert_eq!((dev.index, dev.name), (7, device.clone()));
                 }
-                (nl::Message::Error(e), 1) => prop_assert_eq!(e, errno),
-                (nl::Message::Done(e), 2) => prop_assert_eq!(e, errno),
-                (m, k) => return Err(TestCaseError::fail(format!("kind {k} decoded as {m:?}"))),
+                (Some(e), None, 1) => prop_assert_eq!(e, errno.saturating_neg()),
+                (None, Some(e), 2) => prop_assert_eq!(e, errno.saturating_neg()),
+                (_, _, k) => return Err(TestCaseError::fail(format!("kind {k} decoded as {m:?}"))),
             }
         }
     }
@@ -544,7 +494,7 @@ proptest! {
     fn truncated_rdma_datagrams_are_errors(counters in counters(), cut in any::<prop::sample::Index>()) {
         let bytes = stat_reply(&counters, false);
         let cut = cut.index(bytes.len());
-        match nl::parse_messages(&bytes[..cut]) {
+        match netlink::messages(&bytes[..cut]) {
             Ok(messages) => prop_assert!(cut < 16 && messages.is_empty()),
             Err(_) => prop_assert!(cut >= 16),
         }
@@ -559,13 +509,11 @@ proptest! {
         index in any::<u32>(),
         name in c_name(),
     ) {
-        let attrs = [nl::Attr::U32(nl::ATTR_DEV_INDEX, index), nl::Attr::Str(nl::ATTR_DEV_NAME, &name)];
+        let attrs = [netlink::Attr::U32(nl::ATTR_DEV_INDEX, index), netlink::Attr::Str(nl::ATTR_DEV_NAME, &name)];
         let bytes = nl::encode_request(cmd, dump, seq, &attrs);
         prop_assert_eq!(bytes.len() % 4, 0);
-        let messages = nl::parse_messages(&bytes).unwrap();
-        let nl::Message::Data { ty, payload, .. } = messages[0] else {
-            return Err(TestCaseError::fail("not a data message"));
-        };
+        let messages = netlink::messages(&bytes).unwrap();
+        let netlink::Message { ty, payload, .. } = messages[0];
         prop_assert_eq!(ty, nl::msg_type(cmd));
         prop_assert_eq!(nl::decode_dev(payload).unwrap(), Some(nl::DevEntry { index, name }));
     }
@@ -693,7 +641,7 @@ proptest! {
 
     #[test]
     fn rtnl_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
-        if let Ok(messages) = rtnl::messages(&bytes) {
+        if let Ok(messages) = netlink::messages(&bytes) {
             for m in messages {
                 let _ = m.errno();
                 let _ = rtnl::decode_link(m.payload);
@@ -779,7 +727,7 @@ proptest! {
         ),
     ) {
         let bytes = datagram(&parts.iter().map(|(t, f, s, b)| message(*t, *f, *s, b)).collect::<Vec<_>>());
-        let got = rtnl::messages(&bytes).unwrap();
+        let got = netlink::messages(&bytes).unwrap();
         prop_assert_eq!(got.len(), parts.len());
         for (m, (t, f, s, b)) in got.iter().zip(&parts) {
             prop_assert_eq!((m.ty, m.flags, m.seq, m.payload), (*t, *f, *s, b.as_slice()));
@@ -791,8 +739,8 @@ proptest! {
     fn error_messages_give_the_errno(errno in errno_field()) {
         let mut body = errno.to_ne_bytes().to_vec();
         body.extend_from_slice(&[0; 16]);
-        let bytes = message(rtnl::NLMSG_ERROR, 0, 1, &body);
-        let m = rtnl::messages(&bytes).unwrap()[0];
+        let bytes = message(netlink::NLMSG_ERROR, 0, 1, &body);
+        let m = netlink::messages(&bytes).unwrap()[0];
         let got = m.errno().unwrap();
         prop_assert!(got >= 0 || errno > 0, "{} -> {}", errno, got);
         if errno != i32::MIN {
@@ -859,9 +807,9 @@ proptest! {
     #[test]
     fn dcb_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..320), seq in 0u32..4) {
         let _ = wire::decode_datagram(&bytes, seq);
-        let _ = wire::attributes(&bytes);
+        let _ = netlink::attributes(&bytes);
         let _ = wire::parse_ieee_pfc(&bytes);
-        if let Ok(messages) = rtnl::messages(&bytes) {
+        if let Ok(messages) = netlink::messages(&bytes) {
             for m in messages {
                 let _ = wire::decode_reply(&m);
             }
@@ -871,7 +819,7 @@ proptest! {
     #[test]
     fn dcb_attributes_round_trip((bytes, expect) in attr_list()) {
         let got: Vec<(u16, Vec<u8>)> =
-            wire::attributes(&bytes).unwrap().into_iter().map(|(t, p)| (t, p.to_vec())).collect();
+            netlink::attributes(&bytes).unwrap().into_iter().map(|(t, p)| (t, p.to_vec())).collect();
         prop_assert_eq!(got, expect);
     }
 
@@ -913,7 +861,7 @@ proptest! {
     fn dcb_errors_round_trip(errno in errno_field(), seq in any::<u32>()) {
         let mut body = errno.to_ne_bytes().to_vec();
         body.extend_from_slice(&[0; 16]);
-        let got = wire::decode_datagram(&message(rtnl::NLMSG_ERROR, 0, seq, &body), seq).unwrap();
+        let got = wire::decode_datagram(&message(netlink::NLMSG_ERROR, 0, seq, &body), seq).unwrap();
         let Some(wire::Reply::Error(got)) = got else {
             return Err(TestCaseError::fail(format!("{got:?}")));
         };
@@ -926,10 +874,10 @@ proptest! {
     #[test]
     fn dcb_requests_carry_the_name(name in ifname(), seq in any::<u32>()) {
         let bytes = wire::encode_ieee_get(&name, seq);
-        let m = rtnl::messages(&bytes).unwrap()[0];
+        let m = netlink::messages(&bytes).unwrap()[0];
         prop_assert_eq!((m.ty, m.seq), (wire::RTM_GETDCB, seq));
         prop_assert_eq!(m.payload[1], wire::DCB_CMD_IEEE_GET);
-        let attrs = wire::attributes(&m.payload[wire::DCBMSG_LEN..]).unwrap();
+        let attrs = netlink::attributes(&m.payload[wire::DCBMSG_LEN..]).unwrap();
         let want = cstr(&name);
         prop_assert_eq!(attrs, vec![(wire::DCB_ATTR_IFNAME, want.as_slice())]);
     }
@@ -1492,7 +1440,7 @@ proptest! {
         let nvml = format!("{domain:08X}:{bus:02X}:{dev:02X}.{func:X}");
         prop_assert_eq!(pci_to_sysfs(&nvml), sysfs.clone());
         prop_assert_eq!(pci_to_sysfs(&sysfs), sysfs.clone());
-        prop_assert!(parse::is_pci_address(&pci_to_sysfs(&nvml)));
+        prop_assert!(sysfs::is_pci_address(&pci_to_sysfs(&nvml)));
     }
 }
 

@@ -34,7 +34,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::error::{CollectError, ErrorKind};
+use crate::error::{CollectError, ErrorKind, Origin};
 use crate::guard::{self, GuardedFs};
 
 /// The shortest wait for one unit, even when the deadline has passed.
@@ -298,9 +298,9 @@ impl<'a> Run<'a> {
         );
         let blocked = job.guard.as_ref().and_then(|g| g.fence(attempt));
         let waited = started.elapsed();
-        let (path, detail) = match &blocked {
+        let (origin, detail) = match &blocked {
             Some(b) => (
-                b.path.clone(),
+                Origin::File(b.path.clone()),
                 format!(
                     "a read under {} did not return within {:.3}s; the device is skipped until it does",
                     b.device,
@@ -308,7 +308,10 @@ impl<'a> Run<'a> {
                 ),
             ),
             None => (
-                std::path::PathBuf::from(key),
+                Origin::Device {
+                    source: job.source,
+                    device: key.clone(),
+                },
                 format!(
                     "{key} did not answer within {:.3}s; it is skipped until it does",
                     waited.as_secs_f64()
@@ -319,7 +322,7 @@ impl<'a> Run<'a> {
             tracing::warn!(
                 collector = job.source,
                 device = key.as_str(),
-                path = %path.display(),
+                path = %origin,
                 waited_seconds = waited.as_secs_f64(),
                 "A read blocked in the kernel past its wait; the device is skipped until the read returns."
             );
@@ -331,9 +334,9 @@ impl<'a> Run<'a> {
                 "A device did not answer in time; its series are skipped until it does."
             );
         }
-        lock(&self.errors).push(CollectError::new(
+        lock(&self.errors).push(CollectError::at(
             Some(key),
-            &path,
+            origin,
             ErrorKind::Timeout,
             detail,
         ));

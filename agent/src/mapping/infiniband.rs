@@ -4,9 +4,10 @@
 //! exposes for every RDMA device, `railscope_rdma_*_hw_stat_total{counter}` for driver
 //! counters, whose names differ by driver and are passed through untouched. Descriptive
 //! strings sit on `*_info` series. Values are converted to base units: PMA data counters
-//! count 4-byte words (×4), rates are bytes per second, `lifespan` is seconds.
+//! count 4-byte words (×4, from the collector's PMA table `pma::bytes_per_unit`), rates are
+//! bytes per second, `lifespan` is seconds.
 
-use railscope_collectors::sources::infiniband::{PmaCounter, Port, Snapshot};
+use railscope_collectors::sources::infiniband::{PmaCounter, Port, Snapshot, pma};
 
 use crate::exposition::Family;
 
@@ -16,7 +17,6 @@ struct PmaFamily {
     family: &'static str,
     help: &'static str,
     direction: Option<&'static str>,
-    multiplier: u64,
 }
 
 const fn pma(
@@ -24,14 +24,12 @@ const fn pma(
     family: &'static str,
     help: &'static str,
     direction: Option<&'static str>,
-    multiplier: u64,
 ) -> PmaFamily {
     PmaFamily {
         counter,
         family,
         help,
         direction,
-        multiplier,
     }
 }
 
@@ -46,135 +44,116 @@ const PMA_FAMILIES: &[PmaFamily] = &[
         "railscope_ib_port_data_bytes",
         "Data octets received and transmitted on the port (PMA PortRcvData/PortXmitData, which count 4-byte words; converted to bytes).",
         RX,
-        4,
     ),
-    pma("port_xmit_data", "railscope_ib_port_data_bytes", "", TX, 4),
+    pma("port_xmit_data", "railscope_ib_port_data_bytes", "", TX),
     pma(
         "port_rcv_packets",
         "railscope_ib_port_packets",
         "Packets received and transmitted on the port (PMA PortRcvPkts/PortXmitPkts).",
         RX,
-        1,
     ),
-    pma("port_xmit_packets", "railscope_ib_port_packets", "", TX, 1),
+    pma("port_xmit_packets", "railscope_ib_port_packets", "", TX),
     pma(
         "unicast_rcv_packets",
         "railscope_ib_port_unicast_packets",
         "Unicast packets received and transmitted (PMA PortCountersExtended).",
         RX,
-        1,
     ),
     pma(
         "unicast_xmit_packets",
         "railscope_ib_port_unicast_packets",
         "",
         TX,
-        1,
     ),
     pma(
         "multicast_rcv_packets",
         "railscope_ib_port_multicast_packets",
         "Multicast packets received and transmitted (PMA PortCountersExtended).",
         RX,
-        1,
     ),
     pma(
         "multicast_xmit_packets",
         "railscope_ib_port_multicast_packets",
         "",
         TX,
-        1,
     ),
     pma(
         "symbol_error",
         "railscope_ib_port_symbol_errors",
         "Minor link errors detected on one or more physical lanes (PMA SymbolErrorCounter, 16-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "link_error_recovery",
         "railscope_ib_port_link_error_recovery",
         "Successful link error recovery processes (PMA LinkErrorRecoveryCounter, 8-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "link_downed",
         "railscope_ib_port_link_downed",
         "Times the link error recovery process failed and the link went down (PMA LinkDownedCounter, 8-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_rcv_errors",
         "railscope_ib_port_receive_errors",
         "Packets with errors received on the port (PMA PortRcvErrors, 16-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_rcv_remote_physical_errors",
         "railscope_ib_port_receive_remote_physical_errors",
         "Packets received marked with the EBP delimiter (PMA PortRcvRemotePhysicalErrors, 16-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_rcv_switch_relay_errors",
         "railscope_ib_port_receive_switch_relay_errors",
         "Packets discarded because they could not be forwarded by the switch relay (PMA PortRcvSwitchRelayErrors, 16-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_xmit_discards",
         "railscope_ib_port_transmit_discards",
         "Outbound packets discarded because the port was down or congested (PMA PortXmitDiscards, 16-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_xmit_constraint_errors",
         "railscope_ib_port_transmit_constraint_errors",
         "Packets not transmitted because of outbound raw filtering (PMA PortXmitConstraintErrors, 8-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_rcv_constraint_errors",
         "railscope_ib_port_receive_constraint_errors",
         "Packets discarded because of inbound raw filtering (PMA PortRcvConstraintErrors, 8-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "local_link_integrity_errors",
         "railscope_ib_port_local_link_integrity_errors",
         "Times local physical errors exceeded the threshold (PMA LocalLinkIntegrityErrors, 4-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "excessive_buffer_overrun_errors",
         "railscope_ib_port_excessive_buffer_overrun_errors",
         "Times consecutive flow control update periods had buffer overrun (PMA ExcessiveBufferOverrunErrors, 4-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "VL15_dropped",
         "railscope_ib_port_vl15_dropped",
         "Incoming VL15 (subnet management) packets dropped for lack of buffers (PMA VL15Dropped, 16-bit, saturates).",
         None,
-        1,
     ),
     pma(
         "port_xmit_wait",
         "railscope_ib_port_transmit_wait",
         "Ticks during which the port had data to transmit but no flow-control credits (PMA PortXmitWait, 32-bit, saturates).",
         None,
-        1,
     ),
 ];
 
@@ -490,7 +469,9 @@ fn map_pma(
             if let Some(direction) = spec.direction {
                 labels.push(("direction", direction.to_owned()));
             }
-            let value = counter.value.saturating_mul(spec.multiplier);
+            let value = counter
+                .value
+                .saturating_mul(pma::bytes_per_unit(&counter.name));
             if let Some(family) = named.iter_mut().find(|f| f.name == spec.family) {
                 family.push(labels, value);
             }

@@ -6,7 +6,7 @@
 //! the driver's `ieee_getpfc` op with a `struct ieee_pfc`: `pfc_cap`, the `pfc_en` bitmap of
 //! priorities with PFC enabled, `mbc`, `delay`, and `requests[8]` / `indications[8]`. It
 //! needs no privilege (`dcb_doit()` checks `CAP_NET_ADMIN` for `RTM_SETDCB` only). iproute2's
-//! `dcb pfc show dev X` reads the same structure. [`wire`] holds the bytes.
+//! `dcb pfc show dev X` reads the same structure. `wire` holds the bytes.
 //!
 //! **The direction of the counters depends on the driver.** The uapi header says
 //! `requests` counts sent PFC frames and `indications` received ones; mlx5
@@ -27,20 +27,20 @@
 //! `address` against the sysfs tree, as the `netdev` source does) are asked; when none is,
 //! the source reports itself absent.
 
-pub mod wire;
+pub(crate) mod wire;
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::error::CollectError;
+use crate::error::{CollectError, Origin};
 use crate::fs::Fs;
-use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
+use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
+use crate::netlink::Flow;
+use crate::netlink::rtnl::{RtnlSocket, getlink_error};
 use crate::run::Run;
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
-use crate::sources::netdev::rtnl::RtnlSocket;
-use crate::sources::netdev::{RTNETLINK_PATH, is_same_netdev};
 use wire::Reply;
 
 /// The registry entry of this source.
@@ -127,18 +127,14 @@ impl DcbSource {
         let mut socket = match RtnlSocket::open(RECEIVE_TIMEOUT) {
             Ok(socket) => socket,
             Err(err) => {
-                report
-                    .errors
-                    .push(CollectError::io(None, Path::new(RTNETLINK_PATH), &err));
+                report.errors.push(getlink_error(&err));
                 return report;
             }
         };
         let links = match socket.dump_links() {
             Ok(links) => links,
             Err(err) => {
-                report
-                    .errors
-                    .push(CollectError::io(None, Path::new(RTNETLINK_PATH), &err));
+                report.errors.push(getlink_error(&err));
                 return report;
             }
         };
@@ -161,12 +157,7 @@ impl DcbSource {
             match query(&mut socket, &name) {
                 Ok(Some(pfc)) => netdevs.push(NetdevPfc { name, pfc }),
                 Ok(None) => {}
-                Err(err) => {
-                    let path = PathBuf::from(format!("rtnetlink:RTM_GETDCB/{name}"));
-                    report
-                        .errors
-                        .push(CollectError::io(Some(&name), &path, &err));
-                }
+                Err(err) => report.errors.push(query_error(&name, &err)),
             }
         }
         if in_namespace == 0 {
@@ -200,31 +191,41 @@ impl Source for DcbSource {
 
 /// Asks for one netdev's IEEE DCB state; `Ok(None)` when it has no DCB or no PFC.
 fn query(socket: &mut RtnlSocket, name: &str) -> io::Result<Option<IeeePfc>> {
-    let seq = socket.next_seq();
-    socket.send(&wire::encode_ieee_get(name, seq))?;
-    let deadline = Instant::now() + RECEIVE_TIMEOUT * 2;
-    loop {
-        let datagram = socket.recv()?;
-        match wire::decode_datagram(datagram, seq).map_err(io::Error::other)? {
-            Some(Reply::Ieee { pfc, .. }) => return Ok(pfc),
-            Some(Reply::Error(0)) => return Ok(None),
-            Some(Reply::Error(errno)) if NO_DCB_ERRNOS.contains(&errno) => return Ok(None),
-            Some(Reply::Error(errno)) => return Err(io::Error::from_raw_os_error(errno)),
-            None if Instant::now() >= deadline => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "no DCB reply in time",
-                ));
+    let mut pfc = None;
+    let asked = socket.request(
+        |seq| wire::encode_ieee_get(name, seq),
+        RECEIVE_TIMEOUT * 2,
+        |message| {
+            if let Reply::Ieee { pfc: reply, .. } = wire::decode_reply(message)? {
+                pfc = reply;
             }
-            None => {}
+            Ok(Flow::Done)
+        },
+    );
+    match asked {
+        Ok(()) => Ok(pfc),
+        Err(err)
+            if err
+                .raw_os_error()
+                .is_some_and(|e| NO_DCB_ERRNOS.contains(&e)) =>
+        {
+            Ok(None)
         }
+        Err(err) => Err(err),
     }
+}
+
+/// The error of a failed `DCB_CMD_IEEE_GET` of `netdev`.
+fn query_error(netdev: &str, err: &io::Error) -> CollectError {
+    let command = format!("RTM_GETDCB DCB_CMD_IEEE_GET {netdev}");
+    CollectError::netlink(Some(netdev), Origin::RTNETLINK, command, err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fs::RealFs;
+    use std::path::Path;
 
     fn source(sysfs: &Path, include: &str) -> DcbSource {
         DcbSource {

@@ -28,10 +28,10 @@
 //! | 8 | `__u64 requests[8]` |
 //! | 72 | `__u64 indications[8]` |
 //!
-//! Values are in host byte order.
+//! Values are in host byte order. The netlink framing is [`crate::netlink`]'s.
 
 use super::IeeePfc;
-use crate::sources::netdev::rtnl::{self, Message, NLMSG_ERROR, NLMSG_HDRLEN, align4};
+use crate::netlink::{self, Attr, DecodeError, Message, NLM_F_REQUEST, NLMSG_ERROR, attributes};
 
 /// `RTM_GETDCB`.
 pub const RTM_GETDCB: u16 = 78;
@@ -50,21 +50,8 @@ pub const IEEE_PFC_LEN: usize = 136;
 /// `sizeof(struct dcbmsg)`.
 pub const DCBMSG_LEN: usize = 4;
 
-const NLM_F_REQUEST: u16 = 0x1;
-const NLA_TYPE_MASK: u16 = 0x3fff;
 const REQUESTS_AT: usize = 8;
 const INDICATIONS_AT: usize = REQUESTS_AT + 8 * IEEE_8021QAZ_MAX_TCS;
-
-/// Why a DCB reply could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed DCB netlink reply: {0}")]
-pub struct DecodeError(pub String);
-
-impl From<rtnl::DecodeError> for DecodeError {
-    fn from(err: rtnl::DecodeError) -> Self {
-        DecodeError(err.0)
-    }
-}
 
 /// What the kernel answered to `DCB_CMD_IEEE_GET`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,41 +71,10 @@ pub enum Reply {
 /// Encodes the `DCB_CMD_IEEE_GET` request for `ifname`. No `NLM_F_ACK`: a success is
 /// answered by the reply alone, a failure by `NLMSG_ERROR`.
 pub fn encode_ieee_get(ifname: &str, seq: u32) -> Vec<u8> {
-    let mut name = ifname.as_bytes().to_vec();
-    name.push(0);
-    let attr_len = 4 + name.len();
-    let len = NLMSG_HDRLEN + DCBMSG_LEN + align4(attr_len);
-    let mut msg = Vec::with_capacity(len);
-    msg.extend_from_slice(&(len as u32).to_ne_bytes());
-    msg.extend_from_slice(&RTM_GETDCB.to_ne_bytes());
-    msg.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
-    msg.extend_from_slice(&seq.to_ne_bytes());
-    msg.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_pid: the kernel
-    msg.extend_from_slice(&[0, DCB_CMD_IEEE_GET, 0, 0]); // dcbmsg: AF_UNSPEC, cmd, pad
-    msg.extend_from_slice(&(attr_len as u16).to_ne_bytes());
-    msg.extend_from_slice(&DCB_ATTR_IFNAME.to_ne_bytes());
-    msg.extend_from_slice(&name);
-    msg.resize(len, 0);
-    msg
-}
-
-/// Splits attribute bytes into `(type, payload)` pairs; the type without its
-/// `NLA_F_NESTED`/`NLA_F_NET_BYTEORDER` flags.
-pub fn attributes(mut buf: &[u8]) -> Result<Vec<(u16, &[u8])>, DecodeError> {
-    let mut out = Vec::new();
-    while buf.len() >= 4 {
-        let len = usize::from(u16::from_ne_bytes([buf[0], buf[1]]));
-        let ty = u16::from_ne_bytes([buf[2], buf[3]]) & NLA_TYPE_MASK;
-        if len < 4 || len > buf.len() {
-            return Err(DecodeError(format!(
-                "attribute {ty} has length {len} with {} bytes left",
-                buf.len()
-            )));
-        }
-        out.push((ty, &buf[4..len]));
-        buf = &buf[align4(len).min(buf.len())..];
-    }
-    Ok(out)
+    // struct dcbmsg: AF_UNSPEC, cmd, pad.
+    let dcbmsg = [0, DCB_CMD_IEEE_GET, 0, 0];
+    let attrs = [Attr::Str(DCB_ATTR_IFNAME, ifname)];
+    netlink::encode(RTM_GETDCB, NLM_F_REQUEST, seq, &dcbmsg, &attrs)
 }
 
 /// Decodes `struct ieee_pfc`. A longer payload (a future kernel's larger struct) is accepted;
@@ -174,11 +130,8 @@ pub fn decode_reply(message: &Message<'_>) -> Result<Reply, DecodeError> {
     for (ty, payload) in attributes(&message.payload[DCBMSG_LEN..])? {
         match ty {
             DCB_ATTR_IFNAME => {
-                let end = payload
-                    .iter()
-                    .position(|&b| b == 0)
-                    .unwrap_or(payload.len());
-                ifname = Some(String::from_utf8_lossy(&payload[..end]).into_owned());
+                let name = netlink::c_string(payload);
+                ifname = Some(String::from_utf8_lossy(name).into_owned());
             }
             DCB_ATTR_IEEE => {
                 for (ty, payload) in attributes(payload)? {
@@ -194,9 +147,11 @@ pub fn decode_reply(message: &Message<'_>) -> Result<Reply, DecodeError> {
 }
 
 /// Decodes the reply to request `seq` from a datagram; `None` when the datagram holds no
-/// message of that request (a late answer to an earlier one).
+/// message of that request (a late answer to an earlier one). The source's requests go
+/// through [`crate::netlink::Socket::request`]; this is for byte captures.
+#[cfg(test)]
 pub fn decode_datagram(datagram: &[u8], seq: u32) -> Result<Option<Reply>, DecodeError> {
-    for message in rtnl::messages(datagram)? {
+    for message in netlink::messages(datagram)? {
         if message.seq == seq {
             return decode_reply(&message).map(Some);
         }
@@ -330,7 +285,6 @@ mod tests {
     fn truncated_pfc_and_attributes_are_errors() {
         assert!(parse_ieee_pfc(&[0; IEEE_PFC_LEN - 1]).is_err());
         assert!(parse_ieee_pfc(&[0; IEEE_PFC_LEN + 8]).is_ok());
-        assert!(attributes(&[200, 0, 1, 0, 0, 0, 0, 0]).is_err());
         let msg = Message {
             ty: RTM_GETDCB,
             flags: 0,

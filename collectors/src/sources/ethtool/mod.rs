@@ -2,7 +2,7 @@
 //!
 //! Kernel interface: the `SIOCETHTOOL` ioctl with `ETHTOOL_GSSET_INFO`, `ETHTOOL_GSTRINGS` and
 //! `ETHTOOL_GSTATS` for the `ETH_SS_STATS` string set (`net/ethtool/ioctl.c`,
-//! `include/uapi/linux/ethtool.h`; [`ioctl`] holds the `unsafe`). Driver-private statistics
+//! `include/uapi/linux/ethtool.h`; `ioctl` holds the `unsafe`). Driver-private statistics
 //! have no netlink equivalent, and the per-priority PFC counters of mlx5
 //! (`drivers/net/ethernet/mellanox/mlx5/core/en_stats.c`) exist nowhere else.
 //!
@@ -19,8 +19,9 @@
 //! failure, including a string set that changed between `GSTRINGS` and `GSTATS` twice in a
 //! row, costs that netdev's series only and is a [`CollectError`].
 
+#[cfg(any(test, feature = "testing"))]
 pub mod fake;
-pub mod ioctl;
+pub(crate) mod ioctl;
 pub mod names;
 pub mod reader;
 
@@ -28,14 +29,15 @@ pub mod reader;
 mod tests;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use regex::Regex;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
-use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
+use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
+use crate::netlink::rtnl::{self, RtnlSocket, getlink_error};
 use crate::run::Run;
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
@@ -158,16 +160,10 @@ impl EthtoolSource {
         let mut errors = Vec::new();
         let mut elsewhere = 0;
         let live = if self.live_namespace_only && !selected.is_empty() {
-            match crate::sources::netdev::rtnl::RtnlSocket::open(std::time::Duration::from_secs(3))
-                .and_then(|mut s| s.dump_links())
-            {
+            match RtnlSocket::open(rtnl::RECEIVE_TIMEOUT).and_then(|mut s| s.dump_links()) {
                 Ok(links) => Some(links),
                 Err(err) => {
-                    errors.push(crate::error::CollectError::io(
-                        None,
-                        std::path::Path::new("rtnetlink:RTM_GETLINK"),
-                        &err,
-                    ));
+                    errors.push(getlink_error(&err));
                     return Report {
                         data: Some(Snapshot { netdevs }),
                         errors,
@@ -181,13 +177,7 @@ impl EthtoolSource {
         for name in &selected {
             if let Some(links) = &live
                 && !links.iter().any(|link| {
-                    crate::sources::netdev::is_same_netdev(
-                        self.fs.as_ref(),
-                        &self.sysfs,
-                        name,
-                        link,
-                        &mut errors,
-                    )
+                    is_same_netdev(self.fs.as_ref(), &self.sysfs, name, link, &mut errors)
                 })
             {
                 elsewhere += 1;
@@ -201,7 +191,7 @@ impl EthtoolSource {
                     self.metrics_include.as_ref(),
                 )),
                 Err(err) if err.errno() == Some(libc::ENODEV) => elsewhere += 1,
-                Err(err) => errors.push(collect_error(&self.sysfs, name, &err)),
+                Err(err) => errors.push(collect_error(name, &err)),
             }
         }
         let absent = (elsewhere > 0 && elsewhere == selected.len()).then(|| {
@@ -240,19 +230,13 @@ impl Source for EthtoolSource {
     }
 }
 
-/// A [`CollectError`] for a netdev whose read failed; its path is the netdev's sysfs
-/// directory followed by the ioctl, so each netdev and ioctl is logged once.
-fn collect_error(sysfs: &Path, netdev: &str, err: &Error) -> CollectError {
+/// A [`CollectError`] for a netdev whose read failed, naming the netdev and the ioctl, so
+/// each netdev and ioctl is logged once.
+fn collect_error(netdev: &str, err: &Error) -> CollectError {
     let kind = match err {
         Error::Socket { .. } | Error::Ioctl { .. } => ErrorKind::Io,
         Error::Malformed { .. } => ErrorKind::Parse,
         Error::SetChanged { .. } => ErrorKind::Unavailable,
     };
-    CollectError {
-        device: Some(netdev.to_owned()),
-        path: sysfs.join("class/net").join(netdev).join(err.ioctl()),
-        errno: err.errno(),
-        kind,
-        detail: err.to_string(),
-    }
+    CollectError::ioctl(netdev, err.ioctl(), kind, err.errno(), err.to_string())
 }

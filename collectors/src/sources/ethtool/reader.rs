@@ -2,14 +2,15 @@
 //! their replies, and the rule for a string set that changes between the calls.
 //!
 //! [`read_stats`] runs `ETHTOOL_GSSET_INFO` → `ETHTOOL_GSTRINGS` → `ETHTOOL_GSTATS` over any
-//! [`EthtoolIoctls`], the real socket or [`super::fake::FakeEthtool`] serving byte fixtures.
-//! Requests carry the count from `GSSET_INFO` and buffers have [`SLACK`] entries beyond it; the
-//! counts the kernel writes into each reply are the ones believed. When the set changed
-//! between the calls (on mlx5 the PFC entries exist only for priorities with PFC enabled, so
-//! `mlnx_qos`/`dcbtool` between two calls changes it) a newer kernel answers zero entries, an
-//! older one the new number, or `EFAULT` when that outgrew the buffer (see [`super::ioctl`]);
-//! any of these, or names and values of different numbers, reads the netdev once more, and a
-//! second disagreement is an [`Error::SetChanged`] for that netdev alone.
+//! [`EthtoolIoctls`]: the real socket, or the test double `fake::FakeEthtool` serving byte
+//! fixtures. Requests carry the count from `GSSET_INFO` and buffers have [`SLACK`] entries
+//! beyond it; the counts the kernel writes into each reply are the ones believed. When the set
+//! changed between the calls (on mlx5 the PFC entries exist only for priorities with PFC
+//! enabled, so `mlnx_qos`/`dcbtool` between two calls changes it) a newer kernel answers zero
+//! entries, an older one the new number, or `EFAULT` when that outgrew the buffer (see
+//! `ioctl`); any of these, or names and values of different numbers, reads the
+//! netdev once more, and a second disagreement is an [`Error::SetChanged`] for that netdev
+//! alone.
 
 use std::io;
 
@@ -122,7 +123,7 @@ impl StatsReader for IoctlReader {
 }
 
 /// Parses an `ETHTOOL_GSTRINGS` reply: `struct ethtool_gstrings { u32 cmd, string_set, len; }`
-/// then `len` names of [`ETH_GSTRING_LEN`] bytes, each NUL-padded (a name of exactly 32 bytes
+/// then `len` names of `ETH_GSTRING_LEN` bytes, each NUL-padded (a name of exactly 32 bytes
 /// has no NUL). Names are cut at the first NUL, decoded lossily and trimmed.
 pub fn parse_strings(reply: &[u8]) -> Result<Vec<String>, String> {
     let header = reply

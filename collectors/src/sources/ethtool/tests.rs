@@ -468,7 +468,13 @@ fn a_failing_netdev_costs_only_its_own_series() {
     let err = &report.errors[0];
     assert_eq!(err.device.as_deref(), Some("ens1f0np0"));
     assert_eq!(err.errno, Some(libc::EIO));
-    assert!(err.path.ends_with("class/net/ens1f0np0/ETHTOOL_GSSET_INFO"));
+    assert_eq!(
+        err.origin,
+        crate::error::Origin::Ioctl {
+            netdev: "ens1f0np0".into(),
+            command: "ETHTOOL_GSSET_INFO"
+        }
+    );
     assert_eq!(snapshot(&report).netdevs[0].name, "ens1f1np1");
 }
 

@@ -14,12 +14,11 @@
 //! and "cannot see XIDs" are different things. A registration that fails is logged once and
 //! tried again every [`XID_RETRY`].
 
-pub mod raw;
+pub(crate) mod raw;
 pub mod types;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -254,9 +253,9 @@ impl Source for GpuSource {
                 },
             };
             for (call, detail) in &gpu.failures {
-                errors.push(CollectError::new(
+                errors.push(CollectError::nvml(
                     Some(&key),
-                    Path::new(call),
+                    call,
                     ErrorKind::Io,
                     detail.clone(),
                 ));
@@ -410,36 +409,45 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
     };
     let mut calls = Calls::default();
     let identity = types::Identity {
-        uuid: calls.ok("uuid", device.uuid()),
-        name: calls.ok("name", device.name()),
-        serial: calls.ok("serial", device.serial()),
+        uuid: calls.ok("nvmlDeviceGetUUID", device.uuid()),
+        name: calls.ok("nvmlDeviceGetName", device.name()),
+        serial: calls.ok("nvmlDeviceGetSerial", device.serial()),
         pci_address: calls
-            .ok("pci_info", device.pci_info())
+            .ok("nvmlDeviceGetPciInfo_v3", device.pci_info())
             .map(|p| pci_to_sysfs(&p.bus_id)),
-        numa_node: calls.ok("numa_node", device.numa_node_id()),
+        numa_node: calls.ok("nvmlDeviceGetNumaNodeId", device.numa_node_id()),
     };
     if identity.uuid.is_some() {
         gpu.identity = identity;
     }
-    gpu.persistence_mode = calls.ok("persistence_mode", device.is_in_persistent_mode());
+    gpu.persistence_mode = calls.ok(
+        "nvmlDeviceGetPersistenceMode",
+        device.is_in_persistent_mode(),
+    );
     gpu.utilization = calls
-        .ok("utilization", device.utilization_rates())
+        .ok("nvmlDeviceGetUtilizationRates", device.utilization_rates())
         .map(|u| (u.gpu, u.memory));
     gpu.memory = calls
-        .ok("memory_info", device.memory_info())
+        .ok("nvmlDeviceGetMemoryInfo_v2", device.memory_info())
         .map(|m| (m.used, m.total));
-    gpu.temperature_c = calls.ok("temperature", device.temperature(TemperatureSensor::Gpu));
-    gpu.power_mw = calls.ok("power_usage", device.power_usage());
-    gpu.power_limit_mw = calls.ok("enforced_power_limit", device.enforced_power_limit());
+    gpu.temperature_c = calls.ok(
+        "nvmlDeviceGetTemperature",
+        device.temperature(TemperatureSensor::Gpu),
+    );
+    gpu.power_mw = calls.ok("nvmlDeviceGetPowerUsage", device.power_usage());
+    gpu.power_limit_mw = calls.ok(
+        "nvmlDeviceGetEnforcedPowerLimit",
+        device.enforced_power_limit(),
+    );
     for (name, clock) in [("sm", Clock::SM), ("memory", Clock::Memory)] {
-        let cur = calls.ok("clock_info", device.clock_info(clock));
-        let max = calls.ok("max_clock_info", device.max_clock_info(clock));
+        let cur = calls.ok("nvmlDeviceGetClockInfo", device.clock_info(clock));
+        let max = calls.ok("nvmlDeviceGetMaxClockInfo", device.max_clock_info(clock));
         if cur.is_some() || max.is_some() {
             gpu.clocks.push((name, cur, max));
         }
     }
     if let Some(reasons) = calls.ok(
-        "current_throttle_reasons",
+        "nvmlDeviceGetCurrentClocksEventReasons",
         device.current_throttle_reasons(),
     ) {
         gpu.throttle = THROTTLE_REASONS
@@ -451,21 +459,36 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
     let rows = raw::remapped_rows(nvml, &device);
     gpu.remapped_rows = calls.code("nvmlDeviceGetRemappedRows", rows);
     let link = (
-        calls.ok("current_pcie_link_gen", device.current_pcie_link_gen()),
-        calls.ok("max_pcie_link_gen", device.max_pcie_link_gen()),
-        calls.ok("current_pcie_link_width", device.current_pcie_link_width()),
-        calls.ok("max_pcie_link_width", device.max_pcie_link_width()),
+        calls.ok(
+            "nvmlDeviceGetCurrPcieLinkGeneration",
+            device.current_pcie_link_gen(),
+        ),
+        calls.ok(
+            "nvmlDeviceGetMaxPcieLinkGeneration",
+            device.max_pcie_link_gen(),
+        ),
+        calls.ok(
+            "nvmlDeviceGetCurrPcieLinkWidth",
+            device.current_pcie_link_width(),
+        ),
+        calls.ok(
+            "nvmlDeviceGetMaxPcieLinkWidth",
+            device.max_pcie_link_width(),
+        ),
     );
     if let (Some(a), Some(b), Some(c), Some(d)) = link {
         gpu.pcie_link = Some((a, b, c, d));
     }
-    gpu.pcie_replays = calls.ok("pcie_replay_counter", device.pcie_replay_counter());
+    gpu.pcie_replays = calls.ok(
+        "nvmlDeviceGetPcieReplayCounter",
+        device.pcie_replay_counter(),
+    );
     let tx = calls.ok(
-        "pcie_throughput",
+        "nvmlDeviceGetPcieThroughput",
         device.pcie_throughput(PcieUtilCounter::Send),
     );
     let rx = calls.ok(
-        "pcie_throughput",
+        "nvmlDeviceGetPcieThroughput",
         device.pcie_throughput(PcieUtilCounter::Receive),
     );
     gpu.pcie_throughput_kbps = tx.zip(rx);
@@ -492,7 +515,10 @@ fn read_memory_errors(device: &nvml_wrapper::Device<'_>, calls: &mut Calls, gpu:
             ("volatile", EccCounter::Volatile),
             ("aggregate", EccCounter::Aggregate),
         ] {
-            if let Some(n) = calls.ok("total_ecc_errors", device.total_ecc_errors(error, counter)) {
+            if let Some(n) = calls.ok(
+                "nvmlDeviceGetTotalEccErrors",
+                device.total_ecc_errors(error, counter),
+            ) {
                 gpu.ecc.push((kind, scope, n));
             }
         }
@@ -504,7 +530,7 @@ fn read_memory_errors(device: &nvml_wrapper::Device<'_>, calls: &mut Calls, gpu:
         ),
         ("double_bit_ecc", RetirementCause::DoubleBitEccError),
     ] {
-        if let Some(pages) = calls.ok("retired_pages", device.retired_pages(c)) {
+        if let Some(pages) = calls.ok("nvmlDeviceGetRetiredPages", device.retired_pages(c)) {
             gpu.retired_pages.push((cause, pages.len() as u64));
         }
     }
@@ -524,13 +550,16 @@ fn read_nvlinks(nvml: &Nvml, device: &nvml_wrapper::Device<'_>, calls: &mut Call
             link,
             ..NvLink::default()
         };
-        nv.active = calls.ok("nvlink_state", wrapper.is_active());
+        nv.active = calls.ok("nvmlDeviceGetNvLinkState", wrapper.is_active());
         if nv.active.is_none() {
             continue; // NotSupported for this link
         }
-        nv.version = calls.ok("nvlink_version", wrapper.version());
+        nv.version = calls.ok("nvmlDeviceGetNvLinkVersion", wrapper.version());
         nv.remote_pci_address = calls
-            .ok("nvlink_remote_pci_info", wrapper.remote_pci_info())
+            .ok(
+                "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+                wrapper.remote_pci_info(),
+            )
             .map(|p| pci_to_sysfs(&p.bus_id));
         nv.remote_type = raw::remote_device_type(nvml, device, link)
             .ok()
@@ -546,7 +575,10 @@ fn read_nvlinks(nvml: &Nvml, device: &nvml_wrapper::Device<'_>, calls: &mut Call
             ("crc_flit", ErrorCounter::DlCrcFlit),
             ("crc_data", ErrorCounter::DlCrcData),
         ] {
-            if let Some(v) = calls.ok("nvlink_error_counter", wrapper.error_counter(counter)) {
+            if let Some(v) = calls.ok(
+                "nvmlDeviceGetNvLinkErrorCounter",
+                wrapper.error_counter(counter),
+            ) {
                 nv.errors.push((name, v));
             }
         }

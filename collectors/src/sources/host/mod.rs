@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{Fs, Roots, is_not_found};
+use crate::fs::{Fs, Roots};
 use crate::pcie;
 use crate::run::Run;
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
+use crate::sysfs::Attrs;
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -114,14 +115,7 @@ impl HostSource {
     }
 
     fn text(&self, path: &Path, errors: &mut Vec<CollectError>) -> Option<String> {
-        match self.fs.read(path) {
-            Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-            Err(err) if is_not_found(&err) => None,
-            Err(err) => {
-                errors.push(CollectError::io(None, path, &err));
-                None
-            }
-        }
+        Attrs::new(self.fs.as_ref(), None, errors).string(path)
     }
 }
 

@@ -12,14 +12,13 @@
 //! mid-collection is dropped with one error; nothing a device does hides another device.
 //! Devices are filtered by name *before* anything of theirs is read.
 
-pub mod netlink;
+pub(crate) mod netlink;
 pub mod parse;
 pub mod pma;
 pub mod types;
-pub mod verbs;
+pub(crate) mod verbs;
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,13 +27,13 @@ use regex::Regex;
 
 pub use types::*;
 
-use crate::error::{CollectError, ErrorKind};
+use crate::error::{CollectError, ErrorKind, Origin};
 use crate::fs::{Fs, Roots, is_not_found};
 use crate::run::{Deadline, Run, Work};
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
-use parse::ParseError;
+use crate::sysfs::{self, Attrs};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -204,11 +203,7 @@ impl InfinibandSource {
             }
             // ENOSYS: the kernel has no uverbs; not an error on a node without RDMA.
             Err(err) if err.raw_os_error() == Some(libc::ENOSYS) || devices.is_empty() => {}
-            Err(err) => errors.push(CollectError::io(
-                None,
-                std::path::Path::new("verbs:ibv_get_device_list"),
-                &err,
-            )),
+            Err(err) => errors.push(CollectError::verbs(None, "ibv_get_device_list", &err)),
         }
     }
 
@@ -216,15 +211,18 @@ impl InfinibandSource {
         if self.hw_source == HwSource::Sysfs {
             return None;
         }
-        let path = std::path::Path::new("netlink:NETLINK_RDMA");
         let opened = netlink::RdmaNetlink::open(NETLINK_TIMEOUT)
-            .and_then(|mut nl| nl.view().map(|view| (nl, view)));
+            .map_err(|err| ("NETLINK_RDMA socket", err))
+            .and_then(|mut nl| match nl.view() {
+                Ok(view) => Ok((nl, view)),
+                Err(err) => Err(("RDMA_NLDEV_CMD_GET and RDMA_NLDEV_CMD_PORT_GET", err)),
+            });
         match opened {
             Ok(pair) => Some(Mutex::new(pair)),
-            Err(err) => {
+            Err((command, err)) => {
                 // Auto: a kernel without RDMA netlink is simply read through sysfs.
                 if self.hw_source == HwSource::Netlink {
-                    errors.push(CollectError::io(None, path, &err));
+                    errors.push(CollectError::netlink(None, Origin::RDMA, command, &err));
                 }
                 None
             }
@@ -286,84 +284,34 @@ struct DeviceReader<'a> {
     netlink: Option<&'a Netlink>,
 }
 
-/// What `read_text` found.
-enum Text {
-    Value(String),
-    Missing,
-    Failed(io::Error),
-}
-
 impl DeviceReader<'_> {
     fn fs(&self) -> &dyn Fs {
         self.src.fs.as_ref()
     }
 
-    fn read_text(&self, path: &Path) -> Text {
-        match self.fs().read(path) {
-            Ok(bytes) => Text::Value(
-                String::from_utf8_lossy(&bytes)
-                    .trim_end_matches(['\n', '\0'])
-                    .to_owned(),
-            ),
-            Err(err) if is_not_found(&err) => Text::Missing,
-            Err(err) => Text::Failed(err),
-        }
+    /// Reads this device's attributes, recording their errors.
+    fn attrs(&mut self) -> Attrs<'_> {
+        Attrs::new(self.src.fs.as_ref(), Some(self.name), &mut self.errors)
     }
 
     /// Reads an optional attribute: missing is `None` without an error, a failed read is
     /// `None` with one.
     fn attr(&mut self, path: &Path) -> Option<String> {
-        match self.read_text(path) {
-            Text::Value(v) => Some(v),
-            Text::Missing => None,
-            Text::Failed(err) => {
-                self.errors
-                    .push(CollectError::io(Some(self.name), path, &err));
-                None
-            }
-        }
+        self.attrs().string(path)
     }
 
     /// Reads and parses an optional attribute; a parse failure is recorded.
     fn parsed<T>(
         &mut self,
         path: &Path,
-        parse: impl FnOnce(&str) -> Result<T, ParseError>,
+        parse: impl FnOnce(&str) -> Result<T, parse::ParseError>,
     ) -> Option<T> {
-        let text = self.attr(path)?;
-        match parse(&text) {
-            Ok(v) => Some(v),
-            Err(err) => {
-                self.parse_error(path, err);
-                None
-            }
-        }
-    }
-
-    fn parse_error(&mut self, path: &Path, err: ParseError) {
-        let kind = match err {
-            ParseError::NotAvailable(_) => ErrorKind::Unavailable,
-            ParseError::Format { .. } => ErrorKind::Parse,
-        };
-        self.errors.push(CollectError::new(
-            Some(self.name),
-            path,
-            kind,
-            err.to_string(),
-        ));
+        self.attrs().parsed(path, parse)
     }
 
     /// Lists a directory that may legitimately be absent.
     fn list(&mut self, path: &Path) -> Option<Vec<crate::fs::DirEntry>> {
-        match self.fs().read_dir(path) {
-            Ok(entries) => Some(entries),
-            Err(err) if is_not_found(&err) => None,
-            Err(err) => {
-                self.errors
-                    .push(CollectError::io(Some(self.name), path, &err));
-                None
-            }
-        }
+        self.attrs().list(path)
     }
 
     fn vanished(&self) -> bool {
@@ -386,34 +334,18 @@ impl DeviceReader<'_> {
         device.node_type = self.parsed(&dir.join("node_type"), parse::parse_enumerated);
         device.node_guid = self.attr(&dir.join("node_guid"));
         device.sys_image_guid = self.attr(&dir.join("sys_image_guid"));
-        device.fw_ver = self
-            .attr(&dir.join("fw_ver"))
-            .filter(|v| !v.trim().is_empty());
-        device.hca_type = self
-            .attr(&dir.join("hca_type"))
-            .map(|v| v.trim().to_owned());
-        device.board_id = self
-            .attr(&dir.join("board_id"))
-            .map(|v| v.trim().to_owned());
-        device.parent_netdev = self.attr(&dir.join("parent")).map(|v| v.trim().to_owned());
+        device.fw_ver = self.attr(&dir.join("fw_ver")).filter(|v| !v.is_empty());
+        device.hca_type = self.attr(&dir.join("hca_type"));
+        device.board_id = self.attr(&dir.join("board_id"));
+        device.parent_netdev = self.attr(&dir.join("parent"));
 
-        // The `device` link points at the PCI function; software devices have none.
-        if let Ok(target) = self.fs().read_link(&dir.join("device")) {
-            let pci = target
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if parse::is_pci_address(pci) {
-                device.pci_address = Some(pci.to_owned());
-                device.numa_node =
-                    self.parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
-                if let Ok(driver) = self.fs().read_link(&dir.join("device/driver")) {
-                    device.driver = driver
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .map(str::to_owned);
-                }
-            }
+        // The `device` link points at the PCI function; software devices have none. A link
+        // that cannot be read is no PCI function either.
+        let pci = self.link_name(&dir.join("device")).unwrap_or_default();
+        if sysfs::is_pci_address(&pci) {
+            device.pci_address = Some(pci);
+            device.numa_node = self.parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
+            device.driver = self.link_name(&dir.join("device/driver"));
         }
         if device.driver.is_none() && device.parent_netdev.is_some() {
             device.driver = Some("rdma_rxe".to_owned());
@@ -483,9 +415,7 @@ impl DeviceReader<'_> {
         };
         port.state = self.parsed(&dir.join("state"), parse::parse_enumerated);
         port.phys_state = self.parsed(&dir.join("phys_state"), parse::parse_enumerated);
-        port.link_layer = self
-            .attr(&dir.join("link_layer"))
-            .map(|v| v.trim().to_owned());
+        port.link_layer = self.attr(&dir.join("link_layer"));
         port.rate = self.parsed(&dir.join("rate"), parse::parse_rate);
         let infiniband = port.link_layer.as_deref() == Some("InfiniBand");
         if infiniband {
@@ -563,12 +493,8 @@ impl DeviceReader<'_> {
                 None
             }
             Err(err) => {
-                let path = PathBuf::from(format!(
-                    "netlink:RDMA_NLDEV_CMD_STAT_GET/{}/{port}",
-                    self.name
-                ));
                 self.errors
-                    .push(CollectError::io(Some(self.name), &path, &err));
+                    .push(netlink::stat_get_error(self.name, port, &err));
                 None
             }
         }
@@ -702,16 +628,15 @@ impl DeviceReader<'_> {
     }
 
     fn gid_attr(&mut self, path: &Path) -> Option<String> {
-        match self.read_text(path) {
-            Text::Value(v) => Some(v.trim().to_owned()).filter(|v| !v.is_empty()),
-            Text::Missing => None,
-            Text::Failed(err) if err.raw_os_error() == Some(libc::EINVAL) => None,
-            Text::Failed(err) => {
-                self.errors
-                    .push(CollectError::io(Some(self.name), path, &err));
-                None
-            }
-        }
+        self.attrs()
+            .unknown_on(&[libc::EINVAL])
+            .string(path)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The target name of a link; any failure is no link (software devices have none).
+    fn link_name(&self, path: &Path) -> Option<String> {
+        sysfs::peek_link(self.fs(), path)
     }
 }
 

@@ -3,6 +3,8 @@
 //! They take `&str` and return typed values, so they are table-tested with kernel text.
 
 use super::types::{Enumerated, MtuRule, Rate};
+use crate::error::ErrorKind;
+use crate::sysfs::Invalid;
 
 /// Why a value could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,6 +20,21 @@ pub enum ParseError {
     /// The kernel printed `N/A (no PMA)`: the counter is not available on this device.
     #[error("the kernel reports {0:?}")]
     NotAvailable(String),
+}
+
+/// A value the kernel reports as not available is an [`ErrorKind::Unavailable`] error of its
+/// file, any other refused text a parse error.
+impl From<ParseError> for Invalid {
+    fn from(err: ParseError) -> Self {
+        let kind = match err {
+            ParseError::NotAvailable(_) => ErrorKind::Unavailable,
+            ParseError::Format { .. } => ErrorKind::Parse,
+        };
+        Invalid {
+            kind,
+            detail: err.to_string(),
+        }
+    }
 }
 
 fn format_error(expected: &'static str, found: &str) -> ParseError {
@@ -150,28 +167,6 @@ pub fn parse_gid(text: &str) -> Result<Option<String>, ParseError> {
         return Ok(None);
     }
     Ok(Some(text.to_ascii_lowercase()))
-}
-
-/// Whether `name` is a PCI address in sysfs form (`0000:18:00.0`; domains behind Intel VMD
-/// have five digits, `10000:01:00.0`).
-pub fn is_pci_address(name: &str) -> bool {
-    let hex = |s: &str, n: std::ops::RangeInclusive<usize>| {
-        n.contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit())
-    };
-    let mut parts = name.split(':');
-    let (Some(domain), Some(bus), Some(devfn), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return false;
-    };
-    let Some((dev, func)) = devfn.split_once('.') else {
-        return false;
-    };
-    hex(domain, 4..=5)
-        && hex(bus, 2..=2)
-        && hex(dev, 2..=2)
-        && func.len() == 1
-        && (b'0'..=b'7').contains(&func.as_bytes()[0])
 }
 
 /// The InfiniBand MTUs, largest first.
@@ -339,13 +334,6 @@ mod tests {
         assert!(parse_hex_u32("419").is_err());
         // Found by the property tests: `from_str_radix` takes a sign after the `0x`.
         assert!(parse_hex_u32("0x+a").is_err());
-        assert!(is_pci_address("0000:18:00.0"));
-        assert!(is_pci_address("0000:af:00.1"));
-        assert!(!is_pci_address("pci0000:00"));
-        assert!(!is_pci_address("0000:18:00.8"));
-        assert!(is_pci_address("10000:01:00.0"));
-        assert!(!is_pci_address("0000:18:00"));
-        assert!(!is_pci_address("0000:18:00.0:1"));
     }
 
     #[test]
@@ -444,7 +432,6 @@ mod tests {
             let _ = parse_hex_u32(&text);
             let _ = parse_gid(&text);
             let _ = parse_int::<i64>(&text);
-            let _ = is_pci_address(&text);
         }
     }
 

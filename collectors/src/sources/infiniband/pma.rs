@@ -1,8 +1,11 @@
-//! The PMA counters the kernel exposes in `ports/<N>/counters/` and their widths
-//! (`PORT_PMA_ATTR` / `PORT_PMA_ATTR_EXT` in `drivers/infiniband/core/sysfs.c`).
+//! The PMA counters the kernel exposes in `ports/<N>/counters/`, their widths
+//! (`PORT_PMA_ATTR` / `PORT_PMA_ATTR_EXT` in `drivers/infiniband/core/sysfs.c`) and their
+//! units.
 //!
 //! PMA counters saturate at their maximum instead of wrapping, so knowing the width is what
-//! makes a stuck counter visible.
+//! makes a stuck counter visible. The data counters (PortXmitData, PortRcvData and their
+//! extended forms) count 4-byte words (IBA 16.1.3.5), the others events or packets; the table
+//! says how many bytes one unit is, and the exporter multiplies by it.
 
 /// How wide a PMA counter is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,15 +23,25 @@ pub struct PmaSpec {
     pub name: &'static str,
     /// Its width.
     pub width: Width,
-    /// Whether the value counts 4-byte words (the data counters).
-    pub words: bool,
+    /// Bytes per unit the counter counts: 4 for the data counters, which count 4-byte words;
+    /// 1 for the others, whose values are passed on as they are.
+    pub bytes_per_unit: u64,
 }
 
 const fn fixed(name: &'static str, bits: u32) -> PmaSpec {
     PmaSpec {
         name,
         width: Width::Fixed(bits),
-        words: false,
+        bytes_per_unit: 1,
+    }
+}
+
+/// A data or packet counter of the base group, 64-bit in the extended ones.
+const fn base_or_extended(name: &'static str, bytes_per_unit: u64) -> PmaSpec {
+    PmaSpec {
+        name,
+        width: Width::BaseOrExtended,
+        bytes_per_unit,
     }
 }
 
@@ -47,26 +60,10 @@ pub const PMA_COUNTERS: &[PmaSpec] = &[
     fixed("excessive_buffer_overrun_errors", 4),
     fixed("VL15_dropped", 16),
     fixed("port_xmit_wait", 32),
-    PmaSpec {
-        name: "port_xmit_data",
-        width: Width::BaseOrExtended,
-        words: true,
-    },
-    PmaSpec {
-        name: "port_rcv_data",
-        width: Width::BaseOrExtended,
-        words: true,
-    },
-    PmaSpec {
-        name: "port_xmit_packets",
-        width: Width::BaseOrExtended,
-        words: false,
-    },
-    PmaSpec {
-        name: "port_rcv_packets",
-        width: Width::BaseOrExtended,
-        words: false,
-    },
+    base_or_extended("port_xmit_data", 4),
+    base_or_extended("port_rcv_data", 4),
+    base_or_extended("port_xmit_packets", 1),
+    base_or_extended("port_rcv_packets", 1),
     fixed("unicast_xmit_packets", 64),
     fixed("unicast_rcv_packets", 64),
     fixed("multicast_xmit_packets", 64),
@@ -76,6 +73,14 @@ pub const PMA_COUNTERS: &[PmaSpec] = &[
 /// Looks up a counter by its `counters/` file name.
 pub fn spec(name: &str) -> Option<&'static PmaSpec> {
     PMA_COUNTERS.iter().find(|s| s.name == name)
+}
+
+/// How many bytes one unit of counter `name` is: 4 for the data counters (by their
+/// `counters/` name or their legacy `counters_ext/` name), 1 for every other counter, known or
+/// not.
+pub fn bytes_per_unit(name: &str) -> u64 {
+    let name = legacy_ext_name(name).unwrap_or(name);
+    spec(name).map_or(1, |s| s.bytes_per_unit)
 }
 
 /// Maps a legacy `counters_ext/` file (OFED, kernels before 4.5) to the current
@@ -92,4 +97,25 @@ pub fn legacy_ext_name(file: &str) -> Option<&'static str> {
         "port_multicast_xmit_packets" => "multicast_xmit_packets",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_counters_count_words_in_every_form() {
+        for (name, bytes) in [
+            ("port_xmit_data", 4),
+            ("port_rcv_data", 4),
+            ("port_xmit_data_64", 4),
+            ("port_rcv_data_64", 4),
+            ("port_xmit_packets", 1),
+            ("port_rcv_packets_64", 1),
+            ("symbol_error", 1),
+            ("not_a_pma_counter", 1),
+        ] {
+            assert_eq!(bytes_per_unit(name), bytes, "{name}");
+        }
+    }
 }

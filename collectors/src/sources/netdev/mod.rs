@@ -26,19 +26,18 @@
 //! read costs that value and is a [`CollectError`]. A netdev that disappears between
 //! selection and reading is dropped with one error.
 
-pub mod rtnl;
-
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{Fs, Roots, is_not_found};
-use crate::netdevs::{FILTER_OPTIONS, NetdevFilter};
+use crate::fs::{Fs, Roots};
+use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
+use crate::netlink::rtnl::{Link, RtnlSocket, getlink_error};
 use crate::run::Run;
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
-use rtnl::{Link, RtnlSocket};
+use crate::sysfs::{self, Attrs};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -50,9 +49,6 @@ pub const SPEC: Spec = Spec {
 
 /// How long one rtnetlink receive may wait.
 pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The path errors of the rtnetlink dump are reported under.
-pub const RTNETLINK_PATH: &str = "rtnetlink:RTM_GETLINK";
 
 /// What the source read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -142,12 +138,12 @@ impl NetdevSource {
     }
 
     /// Reads every selected netdev; `links` is the rtnetlink dump, or its failure.
-    pub fn read_with(&self, links: io::Result<Vec<Link>>) -> Report<Snapshot> {
+    pub(crate) fn read_with(&self, links: io::Result<Vec<Link>>) -> Report<Snapshot> {
         let mut errors = Vec::new();
         let links = match links {
             Ok(links) => links,
             Err(err) => {
-                errors.push(CollectError::io(None, Path::new(RTNETLINK_PATH), &err));
+                errors.push(getlink_error(&err));
                 Vec::new()
             }
         };
@@ -171,7 +167,7 @@ impl NetdevSource {
             }
             let link = links
                 .iter()
-                .find(|link| reader.is_same_netdev(link))
+                .find(|link| is_same_netdev(reader.fs, &self.sysfs, &name, link, reader.errors))
                 .cloned();
             let mut netdev = match link {
                 Some(link) => from_link(&name, link),
@@ -221,25 +217,6 @@ impl Source for NetdevSource {
     }
 }
 
-/// Whether the rtnetlink `link` is the netdev `name` of the sysfs tree at `sysfs`: the same
-/// name, and the same `ifindex` and `address` where sysfs has them. Read failures are pushed
-/// to `errors`.
-pub fn is_same_netdev(
-    fs: &dyn Fs,
-    sysfs: &Path,
-    name: &str,
-    link: &Link,
-    errors: &mut Vec<CollectError>,
-) -> bool {
-    SysfsReader {
-        fs,
-        name,
-        dir: sysfs.join("class/net").join(name),
-        errors,
-    }
-    .is_same_netdev(link)
-}
-
 /// A netdev from its rtnetlink link.
 fn from_link(name: &str, link: Link) -> Netdev {
     let carrier_changes = link
@@ -287,94 +264,54 @@ struct SysfsReader<'a> {
 }
 
 impl SysfsReader<'_> {
-    /// An attribute's text: `None` when missing (quietly), when it fails with one of
-    /// `unknown_errnos` (quietly: the kernel's "unknown"), or when it fails otherwise (with
-    /// an error).
-    fn text(&mut self, rel: &str, unknown_errnos: &[i32]) -> Option<String> {
+    fn attrs(&mut self) -> Attrs<'_> {
+        Attrs::new(self.fs, Some(self.name), self.errors)
+    }
+
+    /// An attribute's value; `None` when missing (quietly) or failed (with an error).
+    fn text(&mut self, rel: &str) -> Option<String> {
         let path = self.dir.join(rel);
-        match self.fs.read(&path) {
-            Ok(bytes) => Some(
-                String::from_utf8_lossy(&bytes)
-                    .trim_end_matches(['\n', '\0'])
-                    .trim()
-                    .to_owned(),
-            ),
-            Err(err) if is_not_found(&err) => None,
-            Err(err)
-                if err
-                    .raw_os_error()
-                    .is_some_and(|e| unknown_errnos.contains(&e)) =>
-            {
-                None
-            }
-            Err(err) => {
-                self.errors
-                    .push(CollectError::io(Some(self.name), &path, &err));
-                None
-            }
-        }
+        self.attrs().string(&path)
     }
 
-    fn number<T: std::str::FromStr>(&mut self, rel: &str, unknown_errnos: &[i32]) -> Option<T> {
-        let text = self.text(rel, unknown_errnos)?;
-        match text.parse() {
-            Ok(v) => Some(v),
-            Err(_) => {
-                let path = self.dir.join(rel);
-                self.errors.push(CollectError::new(
-                    Some(self.name),
-                    &path,
-                    ErrorKind::Parse,
-                    format!("expected a number, found {text:?}"),
-                ));
-                None
-            }
-        }
-    }
-
-    /// Whether `link` is this netdev: same name, and same `ifindex` and `address` where sysfs
-    /// has them. The check keeps a fixture tree's `eth0` from borrowing the counters of the
-    /// agent's own `eth0`.
-    fn is_same_netdev(&mut self, link: &Link) -> bool {
-        if link.name.as_deref() != Some(self.name) {
-            return false;
-        }
-        let ifindex: Option<u32> = self.number("ifindex", &[]);
-        if ifindex.is_some_and(|i| i != link.index) {
-            return false;
-        }
-        let address = self.text("address", &[]);
-        match (address, &link.address) {
-            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-            _ => true,
-        }
+    /// A numeric attribute; text that is not a number is a parse error.
+    fn number<T: std::str::FromStr>(&mut self, rel: &str) -> Option<T> {
+        let path = self.dir.join(rel);
+        self.attrs().number(&path)
     }
 
     /// Link speed: `-1` (and any negative value) or `EINVAL` mean unknown.
     fn speed(&mut self) -> Option<u64> {
-        let speed: i64 = self.number("speed", &[libc::EINVAL, libc::EOPNOTSUPP])?;
+        let path = self.dir.join("speed");
+        let speed: i64 = self
+            .attrs()
+            .unknown_on(&[libc::EINVAL, libc::EOPNOTSUPP])
+            .number(&path)?;
         u64::try_from(speed).ok()
     }
 
     /// The driver bound to the netdev's device, `None` for virtual netdevs.
     fn driver(&mut self) -> Option<String> {
-        let link = self.fs.read_link(&self.dir.join("device/driver")).ok()?;
-        link.file_name().and_then(|n| n.to_str()).map(str::to_owned)
+        sysfs::peek_link(self.fs, &self.dir.join("device/driver"))
     }
 
     /// The netdev from sysfs alone.
     fn read_netdev(&mut self) -> Netdev {
-        let carrier: Option<u8> = self.number("carrier", &[libc::EINVAL]);
-        let carrier_changes = self.number("carrier_changes", &[]).or_else(|| {
-            let up: u64 = self.number("carrier_up_count", &[])?;
-            let down: u64 = self.number("carrier_down_count", &[])?;
+        let carrier_path = self.dir.join("carrier");
+        let carrier: Option<u8> = self
+            .attrs()
+            .unknown_on(&[libc::EINVAL])
+            .number(&carrier_path);
+        let carrier_changes = self.number("carrier_changes").or_else(|| {
+            let up: u64 = self.number("carrier_up_count")?;
+            let down: u64 = self.number("carrier_down_count")?;
             Some(up + down)
         });
         let mut traffic = |dir: &str| Traffic {
-            bytes: self.number(&format!("statistics/{dir}_bytes"), &[]),
-            packets: self.number(&format!("statistics/{dir}_packets"), &[]),
-            errors: self.number(&format!("statistics/{dir}_errors"), &[]),
-            dropped: self.number(&format!("statistics/{dir}_dropped"), &[]),
+            bytes: self.number(&format!("statistics/{dir}_bytes")),
+            packets: self.number(&format!("statistics/{dir}_packets")),
+            errors: self.number(&format!("statistics/{dir}_errors")),
+            dropped: self.number(&format!("statistics/{dir}_dropped")),
         };
         let rx = traffic("rx");
         let tx = traffic("tx");
@@ -382,10 +319,10 @@ impl SysfsReader<'_> {
             name: self.name.to_owned(),
             origin: Origin::Sysfs,
             driver: None,
-            address: self.text("address", &[]),
-            operstate: self.text("operstate", &[]),
+            address: self.text("address"),
+            operstate: self.text("operstate"),
             carrier: carrier.map(|c| c != 0),
-            mtu: self.number("mtu", &[]),
+            mtu: self.number("mtu"),
             speed_mbps: None,
             carrier_changes,
             rx,
@@ -398,7 +335,9 @@ impl SysfsReader<'_> {
 mod tests {
     use super::*;
     use crate::fs::{Fault, FaultFs, RealFs};
+    use crate::netlink::rtnl;
     use std::fs;
+    use std::path::Path;
 
     fn write(root: &Path, rel: &str, content: &str) {
         let path = root.join(rel);
@@ -565,7 +504,10 @@ mod tests {
         let src = source(dir.path(), Arc::new(RealFs), Some("ens"));
         let report = src.read_with(Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)));
         assert_eq!(report.errors.len(), 1);
-        assert_eq!(report.errors[0].path, Path::new(RTNETLINK_PATH));
+        assert_eq!(
+            report.errors[0].origin,
+            crate::error::Origin::netlink("rtnetlink", "RTM_GETLINK")
+        );
         assert_eq!(report.errors[0].errno, Some(libc::ETIMEDOUT));
         let nd = &snapshot(&report).netdevs[0];
         assert_eq!(nd.origin, Origin::Sysfs);

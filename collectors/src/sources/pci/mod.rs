@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{Fs, Roots, is_not_found};
+use crate::fs::{Fs, Roots};
 use crate::pcie::{self, parse_hex_id, parse_link_speed};
 use crate::run::Run;
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
+use crate::sysfs::{self, Attrs};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -228,15 +229,12 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    fn attrs(&mut self) -> Attrs<'_> {
+        Attrs::new(self.fs, None, self.errors)
+    }
+
     fn text(&mut self, path: &Path) -> Option<String> {
-        match self.fs.read(path) {
-            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).trim_end().to_owned()),
-            Err(err) if is_not_found(&err) => None,
-            Err(err) => {
-                self.errors.push(CollectError::io(None, path, &err));
-                None
-            }
-        }
+        self.attrs().string(path)
     }
 
     fn parsed<T>(
@@ -245,17 +243,7 @@ impl Reader<'_> {
         what: &str,
         parse: impl FnOnce(&str) -> Option<T>,
     ) -> Option<T> {
-        let text = self.text(path)?;
-        let value = parse(&text);
-        if value.is_none() {
-            self.errors.push(CollectError::new(
-                None,
-                path,
-                ErrorKind::Parse,
-                format!("expected {what}, found {text:?}"),
-            ));
-        }
-        value
+        self.attrs().expect(path, what, parse)
     }
 
     fn device(
@@ -283,11 +271,7 @@ impl Reader<'_> {
             numa_node: self.parsed(&dir.join("numa_node"), "a NUMA node", |t| {
                 t.trim().parse().ok()
             }),
-            driver: self
-                .fs
-                .read_link(&dir.join("driver"))
-                .ok()
-                .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_owned)),
+            driver: sysfs::peek_link(self.fs, &dir.join("driver")),
             current_speed: self
                 .parsed(&dir.join("current_link_speed"), "\"<n> GT/s\"", speed)
                 .flatten(),
@@ -322,15 +306,8 @@ impl Reader<'_> {
             }
         }
         if role == Role::Bridge {
-            device.acs = Some(match self.fs.read(&dir.join("config")) {
-                Ok(bytes) => acs_state(&bytes),
-                Err(err) if is_not_found(&err) => AcsState::Unknown,
-                Err(err) => {
-                    self.errors
-                        .push(CollectError::io(None, &dir.join("config"), &err));
-                    AcsState::Unknown
-                }
-            });
+            let config = self.attrs().bytes(&dir.join("config"));
+            device.acs = Some(config.map_or(AcsState::Unknown, |bytes| acs_state(&bytes)));
         }
         device
     }

@@ -1,14 +1,13 @@
-//! rtnetlink (`NETLINK_ROUTE`) plumbing shared by the `netdev` and `dcb` sources: a blocking
-//! socket with a receive timeout, the split of a datagram into netlink messages, and the
-//! `RTM_GETLINK` dump (`include/uapi/linux/rtnetlink.h`, `include/uapi/linux/if_link.h`)
-//! decoded with `netlink-packet-route`.
+//! rtnetlink (`NETLINK_ROUTE`), shared by the `netdev`, `dcb` and `ethtool` sources: the
+//! socket, and the `RTM_GETLINK` dump (`include/uapi/linux/rtnetlink.h`,
+//! `include/uapi/linux/if_link.h`) decoded with `netlink-packet-route`. The framing is
+//! [`super`]'s; DCB's messages are in `sources/dcb/wire.rs`.
 //!
 //! Encoding and decoding are pure functions over bytes; [`RtnlSocket`] only moves bytes.
 //! `netlink-packet-route` types stay inside this module: callers get a plain [`Link`].
 
 use std::io;
-use std::os::fd::AsFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use netlink_packet_core::{
     NLM_F_DUMP, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload, NlaBuffer,
@@ -16,203 +15,67 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::link::{LinkAttribute, LinkHeader, LinkMessage, State};
-use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+use netlink_sys::protocols::NETLINK_ROUTE;
 
-/// `sizeof(struct nlmsghdr)`.
-pub const NLMSG_HDRLEN: usize = 16;
-/// `NLMSG_ERROR`.
-pub const NLMSG_ERROR: u16 = 2;
-/// `NLMSG_DONE`.
-pub const NLMSG_DONE: u16 = 3;
+use super::{DecodeError, Flow, Message, Socket};
+use crate::error::{CollectError, Origin};
+
 /// `RTM_NEWLINK`, the type of every message of a link dump.
 pub const RTM_NEWLINK: u16 = 16;
 /// `sizeof(struct ifinfomsg)`: the link header before a link's attributes.
 pub const IFINFOMSG_LEN: usize = 16;
+/// How long one rtnetlink receive may wait.
+pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
+/// The command of the link dump, as errors name it.
+pub const GETLINK: &str = "RTM_GETLINK";
 
-/// The largest datagram accepted. The kernel sizes dump datagrams to the reader's buffer up
-/// to 32 KiB; a larger one is refused as truncated rather than misparsed.
-const RECV_BUFFER: usize = 64 * 1024;
-
-/// Rounds up to the netlink alignment (4 bytes).
-pub fn align4(n: usize) -> usize {
-    (n + 3) & !3
+/// The error of a link dump that failed (`rtnetlink RTM_GETLINK`).
+pub fn getlink_error(err: &io::Error) -> CollectError {
+    CollectError::netlink(None, Origin::RTNETLINK, GETLINK, err)
 }
 
-/// Why bytes could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed rtnetlink message: {0}")]
-pub struct DecodeError(pub String);
-
-/// One netlink message of a datagram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Message<'a> {
-    /// `nlmsg_type`.
-    pub ty: u16,
-    /// `nlmsg_flags`.
-    pub flags: u16,
-    /// `nlmsg_seq`.
-    pub seq: u32,
-    /// The bytes after the netlink header.
-    pub payload: &'a [u8],
-}
-
-impl Message<'_> {
-    /// The errno of an `NLMSG_ERROR` message, made positive; `Some(0)` is an acknowledgement,
-    /// `None` means the message is not an `NLMSG_ERROR` (or is too short to be one). The
-    /// negation saturates: a malformed `i32::MIN` must not overflow.
-    pub fn errno(&self) -> Option<i32> {
-        if self.ty != NLMSG_ERROR {
-            return None;
-        }
-        let code = self.payload.get(..4)?;
-        Some(i32::from_ne_bytes([code[0], code[1], code[2], code[3]]).saturating_neg())
-    }
-}
-
-/// Splits a datagram into its netlink messages.
-pub fn messages(mut buf: &[u8]) -> Result<Vec<Message<'_>>, DecodeError> {
-    let mut out = Vec::new();
-    while buf.len() >= NLMSG_HDRLEN {
-        let len = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-        if len < NLMSG_HDRLEN || len > buf.len() {
-            return Err(DecodeError(format!(
-                "message length {len} out of range (datagram has {} bytes left)",
-                buf.len()
-            )));
-        }
-        out.push(Message {
-            ty: u16::from_ne_bytes([buf[4], buf[5]]),
-            flags: u16::from_ne_bytes([buf[6], buf[7]]),
-            seq: u32::from_ne_bytes([buf[8], buf[9], buf[10], buf[11]]),
-            payload: &buf[NLMSG_HDRLEN..len],
-        });
-        buf = &buf[align4(len).min(buf.len())..];
-    }
-    Ok(out)
-}
-
-/// A blocking `NETLINK_ROUTE` socket whose receives give up after a timeout.
+/// A `NETLINK_ROUTE` socket.
 #[derive(Debug)]
 pub struct RtnlSocket {
     socket: Socket,
-    seq: u32,
-    timeout: Duration,
-    buf: Vec<u8>,
 }
 
 impl RtnlSocket {
     /// Opens and connects the socket to the kernel; each receive waits at most `timeout`.
     pub fn open(timeout: Duration) -> io::Result<Self> {
-        let mut socket = Socket::new(NETLINK_ROUTE)?;
-        socket.bind_auto()?;
-        socket.connect(&SocketAddr::new(0, 0))?;
-        set_receive_timeout(&socket, timeout)?;
         Ok(RtnlSocket {
-            socket,
-            seq: 0,
-            timeout,
-            buf: Vec::with_capacity(RECV_BUFFER),
+            socket: Socket::open(NETLINK_ROUTE, timeout)?,
         })
     }
 
-    /// A fresh sequence number for the next request.
-    pub fn next_seq(&mut self) -> u32 {
-        self.seq = self.seq.wrapping_add(1);
-        self.seq
+    /// Sends a request and reads its reply ([`Socket::request`]).
+    pub fn request(
+        &mut self,
+        encode: impl FnOnce(u32) -> Vec<u8>,
+        budget: Duration,
+        on_reply: impl FnMut(&Message<'_>) -> Result<Flow, DecodeError>,
+    ) -> io::Result<()> {
+        self.socket.request(encode, budget, on_reply)
     }
 
-    /// Sends one request.
-    pub fn send(&self, request: &[u8]) -> io::Result<()> {
-        let sent = self.socket.send(request, 0)?;
-        if sent != request.len() {
-            return Err(io::Error::other(format!(
-                "short netlink send: {sent} of {} bytes",
-                request.len()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Receives one datagram; `ETIMEDOUT` when nothing arrives within the timeout.
-    pub fn recv(&mut self) -> io::Result<&[u8]> {
-        self.buf.clear();
-        // MSG_TRUNC makes the kernel return the datagram's real length, so a datagram larger
-        // than the buffer is detected instead of parsed cut short.
-        let len = match self.socket.recv(&mut self.buf, libc::MSG_TRUNC) {
-            Ok(len) => len,
-            Err(err)
-                if matches!(
-                    err.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no rtnetlink reply within {:?}", self.timeout),
-                ));
-            }
-            Err(err) => return Err(err),
-        };
-        if len > self.buf.len() {
-            return Err(io::Error::other(format!(
-                "rtnetlink datagram of {len} bytes truncated to {}",
-                self.buf.len()
-            )));
-        }
-        Ok(&self.buf)
+    /// How long one receive may wait.
+    pub fn timeout(&self) -> Duration {
+        self.socket.timeout()
     }
 
     /// Dumps every link of the socket's network namespace (`RTM_GETLINK`, `NLM_F_DUMP`).
+    /// Every receive is bounded by the timeout; the whole dump by a few of them.
     pub fn dump_links(&mut self) -> io::Result<Vec<Link>> {
-        let seq = self.next_seq();
-        self.send(&encode_getlink_dump(seq))?;
-        // Every receive is bounded by the timeout; the whole dump by a few of them.
-        let deadline = Instant::now() + self.timeout * 4;
         let mut links = Vec::new();
-        loop {
-            let datagram = self.recv()?;
-            let mut done = false;
-            for message in messages(datagram).map_err(io::Error::other)? {
-                if message.seq != seq {
-                    continue; // a late reply to an earlier request
-                }
-                match message.ty {
-                    NLMSG_DONE => done = true,
-                    NLMSG_ERROR => match message.errno() {
-                        Some(0) => done = true,
-                        Some(errno) => return Err(io::Error::from_raw_os_error(errno)),
-                        None => return Err(io::Error::other("short NLMSG_ERROR")),
-                    },
-                    RTM_NEWLINK => {
-                        links.push(decode_link(message.payload).map_err(io::Error::other)?)
-                    }
-                    _ => {}
-                }
+        let budget = self.timeout() * 4;
+        self.request(encode_getlink_dump, budget, |message| {
+            if message.ty == RTM_NEWLINK {
+                links.push(decode_link(message.payload)?);
             }
-            if done {
-                return Ok(links);
-            }
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "rtnetlink link dump did not finish in time",
-                ));
-            }
-        }
+            Ok(Flow::More)
+        })?;
+        Ok(links)
     }
-}
-
-/// Sets `SO_RCVTIMEO` on the netlink socket without `unsafe`: the option is a `SOL_SOCKET`
-/// option that applies to sockets of every family, and std sets it on a [`UnixDatagram`].
-/// A duplicate of the descriptor refers to the same socket, so setting the option through a
-/// `UnixDatagram` that owns the duplicate sets it on the netlink socket; dropping the
-/// duplicate closes only the duplicate.
-///
-/// [`UnixDatagram`]: std::os::unix::net::UnixDatagram
-fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
-    let duplicate = socket.as_fd().try_clone_to_owned()?;
-    let view = std::os::unix::net::UnixDatagram::from(duplicate);
-    view.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
 }
 
 /// Encodes the `RTM_GETLINK` dump request.
@@ -347,15 +210,8 @@ pub fn decode_link(payload: &[u8]) -> Result<Link, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn attr(ty: u16, payload: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
-        out.extend_from_slice(&ty.to_ne_bytes());
-        out.extend_from_slice(payload);
-        out.resize(align4(out.len()), 0);
-        out
-    }
+    use crate::netlink::testing::nla as attr;
+    use crate::netlink::{NLMSG_HDRLEN, messages};
 
     /// An `RTM_NEWLINK` payload as the kernel writes it for a veth: ifinfomsg, IFNAME, MTU,
     /// OPERSTATE, CARRIER, CARRIER_CHANGES, ADDRESS, and a 25-field IFLA_STATS64.
@@ -442,51 +298,6 @@ mod tests {
         assert_eq!(m[0].ty, 18); // RTM_GETLINK
         assert_eq!(m[0].flags, NLM_F_REQUEST | NLM_F_DUMP);
         assert_eq!(m[0].seq, 9);
-    }
-
-    #[test]
-    fn datagram_splitting() {
-        let mut dgram = Vec::new();
-        for (ty, payload) in [(RTM_NEWLINK, veth_payload()), (NLMSG_DONE, vec![0; 4])] {
-            dgram.extend_from_slice(&((NLMSG_HDRLEN + payload.len()) as u32).to_ne_bytes());
-            dgram.extend_from_slice(&ty.to_ne_bytes());
-            dgram.extend_from_slice(&2u16.to_ne_bytes()); // NLM_F_MULTI
-            dgram.extend_from_slice(&5u32.to_ne_bytes());
-            dgram.extend_from_slice(&0u32.to_ne_bytes());
-            dgram.extend_from_slice(&payload);
-        }
-        let m = messages(&dgram).unwrap();
-        assert_eq!(m.len(), 2);
-        assert_eq!(m[1].ty, NLMSG_DONE);
-        assert_eq!(m[0].seq, 5);
-        // A length past the end is refused.
-        dgram[0] = 0xff;
-        dgram[1] = 0xff;
-        assert!(messages(&dgram).is_err());
-    }
-
-    /// Found by the property tests: negating `i32::MIN` overflowed (a panic in debug builds).
-    #[test]
-    fn an_error_code_of_i32_min_does_not_overflow() {
-        let mut datagram = 36u32.to_ne_bytes().to_vec();
-        datagram.extend_from_slice(&NLMSG_ERROR.to_ne_bytes());
-        datagram.extend_from_slice(&[0; 10]);
-        datagram.extend_from_slice(&i32::MIN.to_ne_bytes());
-        datagram.extend_from_slice(&[0; 16]);
-        let message = messages(&datagram).unwrap()[0];
-        assert_eq!(message.errno(), Some(i32::MAX));
-    }
-
-    #[test]
-    fn error_message_errno() {
-        let code = (-libc::EOPNOTSUPP).to_ne_bytes();
-        let m = Message {
-            ty: NLMSG_ERROR,
-            flags: 0,
-            seq: 1,
-            payload: &code,
-        };
-        assert_eq!(m.errno(), Some(libc::EOPNOTSUPP));
     }
 
     #[test]
