@@ -346,6 +346,35 @@ impl<'a> Run<'a> {
     }
 }
 
+/// Runs `f` with a collection of its own (state that no one else shares, a deadline five
+/// seconds away): for reading a source outside the agent, as tests and tools do.
+pub fn standalone<R>(source: &'static str, f: impl FnOnce(&Run<'_>) -> R) -> R {
+    let work = Work::new(source, None);
+    let deadline = Deadline::new(Instant::now() + Duration::from_secs(5));
+    f(&Run::new(&deadline, &work))
+}
+
+/// What a unit that reads one device returns: the device (when there is one to report) and
+/// the errors met reading it.
+pub type DeviceRead<T> = (Option<T>, Vec<CollectError>);
+
+/// The devices of `units` that were read, in order, with the errors met reading them added
+/// to `errors`; a unit that is late or was not started adds nothing (its timeout is the
+/// run's error).
+pub fn gather<T>(
+    units: Vec<(String, Unit<DeviceRead<T>>)>,
+    errors: &mut Vec<CollectError>,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(units.len());
+    for (_, unit) in units {
+        if let Some((item, mut unit_errors)) = unit.done() {
+            out.extend(item);
+            errors.append(&mut unit_errors);
+        }
+    }
+    out
+}
+
 enum Slot<R> {
     Queued,
     Running {

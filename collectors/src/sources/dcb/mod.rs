@@ -31,7 +31,7 @@ pub(crate) mod wire;
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{CollectError, Origin};
@@ -39,7 +39,7 @@ use crate::fs::Fs;
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
 use crate::netlink::Flow;
 use crate::netlink::rtnl::{RtnlSocket, getlink_error};
-use crate::run::Run;
+use crate::run::{Run, gather, standalone};
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 use wire::Reply;
 
@@ -99,8 +99,8 @@ impl IeeePfc {
     }
 }
 
-/// Reads DCB PFC state over rtnetlink.
-#[derive(Debug)]
+/// Reads DCB PFC state over rtnetlink. Cloning it is cheap (shared handles).
+#[derive(Debug, Clone)]
 pub struct DcbSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
@@ -110,6 +110,11 @@ pub struct DcbSource {
 impl DcbSource {
     /// Reads every selected netdev of the agent's network namespace.
     pub fn read(&self) -> Report<Snapshot> {
+        standalone(SPEC.name, |run| self.read_in(run))
+    }
+
+    /// Reads the PFC state of every selected netdev, one unit of `run` per netdev.
+    pub fn read_in(&self, run: &Run<'_>) -> Report<Snapshot> {
         let class = self.sysfs.join("class/net");
         let mut report = Report {
             data: Some(Snapshot::default()),
@@ -138,28 +143,41 @@ impl DcbSource {
                 return report;
             }
         };
-        let mut netdevs = Vec::new();
-        let mut in_namespace = 0;
-        for name in selected {
-            let live = links.iter().any(|link| {
-                is_same_netdev(
-                    self.fs.as_ref(),
-                    &self.sysfs,
-                    &name,
-                    link,
-                    &mut report.errors,
-                )
-            });
+        // One socket for the units that run in turn; a unit that finds it held (by a query
+        // stuck in a wedged driver) opens its own.
+        let (src, links) = (self.clone(), Arc::new(links));
+        let socket = Arc::new(Mutex::new(socket));
+        let units = run.each(selected, 1, move |name| {
+            let mut errors = Vec::new();
+            let live = links
+                .iter()
+                .any(|link| is_same_netdev(src.fs.as_ref(), &src.sysfs, name, link, &mut errors));
             if !live {
-                continue;
+                return (None, errors);
             }
-            in_namespace += 1;
-            match query(&mut socket, &name) {
-                Ok(Some(pfc)) => netdevs.push(NetdevPfc { name, pfc }),
-                Ok(None) => {}
-                Err(err) => report.errors.push(query_error(&name, &err)),
-            }
-        }
+            let answer = match socket.try_lock() {
+                Ok(mut shared) => query(&mut shared, name),
+                Err(_) => {
+                    RtnlSocket::open(RECEIVE_TIMEOUT).and_then(|mut own| query(&mut own, name))
+                }
+            };
+            let pfc = match answer {
+                Ok(pfc) => pfc,
+                Err(err) => {
+                    errors.push(query_error(name, &err));
+                    None
+                }
+            };
+            // In the namespace: Some, with the PFC state where the driver has DCB.
+            let netdev = pfc.map(|pfc| NetdevPfc {
+                name: name.to_owned(),
+                pfc,
+            });
+            (Some(netdev), errors)
+        });
+        let read = gather(units, &mut report.errors);
+        let in_namespace = read.len();
+        let netdevs: Vec<NetdevPfc> = read.into_iter().flatten().collect();
         if in_namespace == 0 {
             report.absent = Some(format!(
                 "none of the selected netdevs under {} is in the agent's network namespace; DCB is read over rtnetlink only",
@@ -184,8 +202,8 @@ impl Source for DcbSource {
         })
     }
 
-    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
-        self.read()
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        self.read_in(run)
     }
 }
 

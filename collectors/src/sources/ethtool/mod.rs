@@ -37,8 +37,8 @@ use regex::Regex;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
-use crate::netlink::rtnl::{self, RtnlSocket, getlink_error};
-use crate::run::Run;
+use crate::netlink::rtnl::{self, Link, RtnlSocket, getlink_error};
+use crate::run::{Run, standalone};
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
@@ -120,7 +120,7 @@ impl NetdevStats {
 }
 
 /// Reads driver statistics of the selected netdevs.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct EthtoolSource {
     /// Ask only netdevs that are the same link in the agent's network namespace (same
     /// name, ifindex and address in rtnetlink as in `--path.sysfs`), so a fixture root or
@@ -155,6 +155,42 @@ impl EthtoolSource {
 
     /// Reads every selected netdev.
     pub fn read(&self) -> Report<Snapshot> {
+        standalone(SPEC.name, |run| self.read_in(run))
+    }
+
+    /// Reads one netdev's statistics, unless it is in another network namespace (not in
+    /// `live`, the rtnetlink dump, when there is one).
+    fn read_netdev(
+        &self,
+        name: &str,
+        live: Option<&[Link]>,
+        errors: &mut Vec<CollectError>,
+    ) -> Read {
+        if let Some(links) = live
+            && !links
+                .iter()
+                .any(|link| is_same_netdev(self.fs.as_ref(), &self.sysfs, name, link, errors))
+        {
+            return Read::Elsewhere;
+        }
+        match self.reader.read(name) {
+            Ok(raw) if raw.is_empty() => Read::Nothing,
+            Ok(raw) => Read::Stats(NetdevStats::from_raw(
+                name,
+                raw,
+                self.metrics_include.as_ref(),
+            )),
+            Err(err) if err.errno() == Some(libc::ENODEV) => Read::Elsewhere,
+            Err(err) => {
+                errors.push(collect_error(name, &err));
+                Read::Nothing
+            }
+        }
+    }
+
+    /// Reads every selected netdev, one unit of `run` per netdev (an ioctl stuck in a wedged
+    /// driver costs that netdev only).
+    pub fn read_in(&self, run: &Run<'_>) -> Report<Snapshot> {
         let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
         let mut netdevs = Vec::new();
         let mut errors = Vec::new();
@@ -174,27 +210,25 @@ impl EthtoolSource {
         } else {
             None
         };
-        for name in &selected {
-            if let Some(links) = &live
-                && !links.iter().any(|link| {
-                    is_same_netdev(self.fs.as_ref(), &self.sysfs, name, link, &mut errors)
-                })
-            {
-                elsewhere += 1;
-                continue;
-            }
-            match self.reader.read(name) {
-                Ok(raw) if raw.is_empty() => {}
-                Ok(raw) => netdevs.push(NetdevStats::from_raw(
-                    name,
-                    raw,
-                    self.metrics_include.as_ref(),
-                )),
-                Err(err) if err.errno() == Some(libc::ENODEV) => elsewhere += 1,
-                Err(err) => errors.push(collect_error(name, &err)),
+        let count = selected.len();
+        let (src, live) = (self.clone(), Arc::new(live));
+        let units = run.each(selected, 1, move |name| {
+            let mut errors = Vec::new();
+            let read = src.read_netdev(name, live.as_deref(), &mut errors);
+            (read, errors)
+        });
+        for (_, unit) in units {
+            let Some((read, mut unit_errors)) = unit.done() else {
+                continue; // late: its timeout is the run's error
+            };
+            errors.append(&mut unit_errors);
+            match read {
+                Read::Stats(stats) => netdevs.push(stats),
+                Read::Elsewhere => elsewhere += 1,
+                Read::Nothing => {}
             }
         }
-        let absent = (elsewhere > 0 && elsewhere == selected.len()).then(|| {
+        let absent = (elsewhere > 0 && elsewhere == count).then(|| {
             format!(
                 "none of the {elsewhere} selected netdevs under {} exists in the agent's network namespace (ENODEV); --path.sysfs may be another namespace's sysfs",
                 self.sysfs.join("class/net").display()
@@ -225,9 +259,18 @@ impl Source for EthtoolSource {
         Ok(source)
     }
 
-    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
-        self.read()
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        self.read_in(run)
     }
+}
+
+/// What reading one netdev found.
+enum Read {
+    Stats(NetdevStats),
+    /// Not in the agent's network namespace.
+    Elsewhere,
+    /// No statistics (or a failure, recorded).
+    Nothing,
 }
 
 /// A [`CollectError`] for a netdev whose read failed, naming the netdev and the ioctl, so

@@ -21,7 +21,6 @@ pub(crate) mod verbs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use regex::Regex;
 
@@ -29,7 +28,7 @@ pub use types::*;
 
 use crate::error::{CollectError, ErrorKind, Origin};
 use crate::fs::{Fs, Roots, is_not_found};
-use crate::run::{Deadline, Run, Work};
+use crate::run::{Run, standalone};
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
@@ -124,9 +123,7 @@ impl InfinibandSource {
 
     /// Reads every wanted device, with a deadline of five seconds.
     pub fn read(&self) -> Report<Snapshot> {
-        let work = Work::new(SPEC.name, None);
-        let deadline = Deadline::new(Instant::now() + Duration::from_secs(5));
-        self.read_in(&Run::new(&deadline, &work))
+        standalone(SPEC.name, |run| self.read_in(run))
     }
 
     /// Reads every wanted device, one unit of `run` per device: a device whose read blocks

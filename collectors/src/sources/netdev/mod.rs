@@ -35,7 +35,7 @@ use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
 use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
 use crate::netlink::rtnl::{Link, RtnlSocket, getlink_error};
-use crate::run::Run;
+use crate::run::{Run, gather, standalone};
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 use crate::sysfs::{self, Attrs};
 
@@ -119,8 +119,9 @@ pub struct Netdev {
     pub tx: Traffic,
 }
 
-/// Reads the selected netdevs.
-#[derive(Debug)]
+/// Reads the selected netdevs. Cloning it is cheap (shared handles), so each netdev's unit of
+/// work owns one.
+#[derive(Debug, Clone)]
 pub struct NetdevSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
@@ -138,7 +139,11 @@ impl NetdevSource {
     }
 
     /// Reads every selected netdev; `links` is the rtnetlink dump, or its failure.
-    pub(crate) fn read_with(&self, links: io::Result<Vec<Link>>) -> Report<Snapshot> {
+    pub(crate) fn read_with(
+        &self,
+        run: &Run<'_>,
+        links: io::Result<Vec<Link>>,
+    ) -> Report<Snapshot> {
         let mut errors = Vec::new();
         let links = match links {
             Ok(links) => links,
@@ -147,45 +152,60 @@ impl NetdevSource {
                 Vec::new()
             }
         };
-        let mut netdevs = Vec::new();
-        for name in self.filter.select(self.fs.as_ref(), &self.sysfs) {
-            let mut reader = SysfsReader {
-                fs: self.fs.as_ref(),
-                name: &name,
-                dir: self.sysfs.join("class/net").join(&name),
-                errors: &mut errors,
-            };
-            if !reader.fs.exists(&reader.dir) {
-                let dir = reader.dir.clone();
-                errors.push(CollectError::new(
-                    Some(&name),
-                    &dir,
-                    ErrorKind::Vanished,
-                    "the netdev disappeared before it was read",
-                ));
-                continue;
-            }
-            let link = links
-                .iter()
-                .find(|link| is_same_netdev(reader.fs, &self.sysfs, &name, link, reader.errors))
-                .cloned();
-            let mut netdev = match link {
-                Some(link) => from_link(&name, link),
-                None => reader.read_netdev(),
-            };
-            netdev.speed_mbps = reader.speed();
-            netdev.driver = reader.driver();
-            netdevs.push(netdev);
-        }
-        Report {
-            data: Some(Snapshot { netdevs }),
-            errors,
-            absent: None,
-        }
+        let names = self.filter.select(self.fs.as_ref(), &self.sysfs);
+        let (src, links) = (self.clone(), Arc::new(links));
+        let units = run.each(names, 1, move |name| {
+            let mut errors = Vec::new();
+            let netdev = src.read_netdev(name, &links, &mut errors);
+            (netdev, errors)
+        });
+        let netdevs = gather(units, &mut errors);
+        Report::new(Snapshot { netdevs }, errors)
     }
 
-    /// Reads the node once.
+    /// Reads one netdev: from its rtnetlink link where the dump has it, else from sysfs.
+    fn read_netdev(
+        &self,
+        name: &str,
+        links: &[Link],
+        errors: &mut Vec<CollectError>,
+    ) -> Option<Netdev> {
+        let mut reader = SysfsReader {
+            fs: self.fs.as_ref(),
+            name,
+            dir: self.sysfs.join("class/net").join(name),
+            errors,
+        };
+        if !reader.fs.exists(&reader.dir) {
+            let dir = reader.dir.clone();
+            reader.errors.push(CollectError::new(
+                Some(name),
+                &dir,
+                ErrorKind::Vanished,
+                "the netdev disappeared before it was read",
+            ));
+            return None;
+        }
+        let link = links
+            .iter()
+            .find(|link| is_same_netdev(reader.fs, &self.sysfs, name, link, reader.errors))
+            .cloned();
+        let mut netdev = match link {
+            Some(link) => from_link(name, link),
+            None => reader.read_netdev(),
+        };
+        netdev.speed_mbps = reader.speed();
+        netdev.driver = reader.driver();
+        Some(netdev)
+    }
+
+    /// Reads the node once, with a deadline of five seconds.
     pub fn read(&self) -> Report<Snapshot> {
+        standalone(SPEC.name, |run| self.read_in(run))
+    }
+
+    /// Reads the node once, one unit of `run` per netdev.
+    pub fn read_in(&self, run: &Run<'_>) -> Report<Snapshot> {
         let class = self.sysfs.join("class/net");
         if !self.fs.exists(&class) {
             return Report {
@@ -195,7 +215,7 @@ impl NetdevSource {
             };
         }
         let links = RtnlSocket::open(RECEIVE_TIMEOUT).and_then(|mut s| s.dump_links());
-        self.read_with(links)
+        self.read_with(run, links)
     }
 }
 
@@ -212,8 +232,8 @@ impl Source for NetdevSource {
         ))
     }
 
-    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
-        self.read()
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        self.read_in(run)
     }
 }
 
@@ -424,7 +444,7 @@ mod tests {
             mtu: Some(9000),
             ..Link::default()
         };
-        let report = src.read_with(Ok(vec![other]));
+        let report = standalone("netdev", |run| src.read_with(run, Ok(vec![other])));
         assert_eq!(report.errors, vec![]);
         let s = snapshot(&report);
         assert_eq!(s.netdevs.len(), 2);
@@ -484,7 +504,7 @@ mod tests {
             }),
             ..Link::default()
         };
-        let report = src.read_with(Ok(vec![link]));
+        let report = standalone("netdev", |run| src.read_with(run, Ok(vec![link])));
         assert_eq!(report.errors, vec![]);
         let nd = &snapshot(&report).netdevs[0];
         assert_eq!(nd.origin, Origin::Rtnetlink);
@@ -502,7 +522,9 @@ mod tests {
     fn a_failed_dump_falls_back_to_sysfs_with_one_error() {
         let dir = tree();
         let src = source(dir.path(), Arc::new(RealFs), Some("ens"));
-        let report = src.read_with(Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)));
+        let report = standalone("netdev", |run| {
+            src.read_with(run, Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)))
+        });
         assert_eq!(report.errors.len(), 1);
         assert_eq!(
             report.errors[0].origin,
@@ -524,7 +546,7 @@ mod tests {
             .fault(class.join("statistics/rx_bytes"), Fault::Errno(libc::EIO))
             .fault(class.join("mtu"), Fault::Content(b"lots\n".to_vec()));
         let src = source(dir.path(), Arc::new(fs), Some("ens"));
-        let report = src.read_with(Ok(vec![]));
+        let report = standalone("netdev", |run| src.read_with(run, Ok(vec![])));
         let nd = &snapshot(&report).netdevs[0];
         assert_eq!(nd.speed_mbps, None);
         assert_eq!(nd.carrier, None);
@@ -551,7 +573,7 @@ mod tests {
             }
         });
         let src = source(dir.path(), Arc::new(fs), Some("."));
-        let report = src.read_with(Ok(vec![]));
+        let report = standalone("netdev", |run| src.read_with(run, Ok(vec![])));
         assert_eq!(snapshot(&report).netdevs.len(), 1);
         assert_eq!(report.errors.len(), 1);
         assert_eq!(report.errors[0].kind, ErrorKind::Vanished);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
 use crate::pcie::{self, parse_hex_id, parse_link_speed};
-use crate::run::Run;
+use crate::run::{Run, gather};
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
 use crate::sysfs::{self, Attrs};
 
@@ -166,7 +166,7 @@ impl Source for PciSource {
         })
     }
 
-    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
         let fs = self.fs.as_ref();
         let mut errors = Vec::new();
         if !fs.exists(&self.sysfs.join("bus/pci/devices")) {
@@ -204,22 +204,31 @@ impl Source for PciSource {
                 .entry(bridge)
                 .or_insert((Role::Bridge, Vec::new(), None));
         }
-        let devices = targets
-            .into_iter()
-            .map(|(address, (role, rdma_devices, gpu_index))| {
-                let dir = self.sysfs.join("bus/pci/devices").join(&address);
+        // One unit per PCI function: a config-space or AER read stuck behind a wedged device
+        // costs that function only.
+        let src = Arc::clone(self);
+        let targets = Arc::new(targets);
+        let keys: Vec<String> = targets.keys().cloned().collect();
+        let units = run.each(keys, 1, move |address| {
+            let mut errors = Vec::new();
+            let device = targets.get(address).map(|(role, rdma_devices, gpu_index)| {
+                let dir = src.sysfs.join("bus/pci/devices").join(address);
                 let mut reader = Reader {
-                    fs,
+                    fs: src.fs.as_ref(),
                     errors: &mut errors,
                 };
-                reader.device(&dir, address, role, rdma_devices, gpu_index)
-            })
-            .collect();
-        Report {
-            data: Some(Snapshot { devices }),
-            errors,
-            absent: None,
-        }
+                reader.device(
+                    &dir,
+                    address.to_owned(),
+                    *role,
+                    rdma_devices.clone(),
+                    *gpu_index,
+                )
+            });
+            (device, errors)
+        });
+        let devices = gather(units, &mut errors);
+        Report::new(Snapshot { devices }, errors)
     }
 }
 
