@@ -8,6 +8,7 @@
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// What kind of failure a [`CollectError`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -157,9 +158,9 @@ impl CollectError {
 
     /// An I/O failure of any origin; a [`crate::guard`] timeout or skip is of that kind.
     pub fn failed(device: Option<&str>, origin: Origin, err: &io::Error) -> Self {
-        let kind = if crate::guard::is_skipped(err) {
+        let kind = if is_skipped(err) {
             ErrorKind::Skipped
-        } else if crate::guard::is_timed_out(err) {
+        } else if is_timed_out(err) {
             ErrorKind::Timeout
         } else {
             ErrorKind::Io
@@ -346,4 +347,70 @@ mod tests {
         let verbs = CollectError::verbs(None, "ibv_get_device_list", &einval);
         assert_eq!(verbs.origin.to_string(), "libibverbs ibv_get_device_list");
     }
+}
+
+/// Why a guarded file-system operation ([`crate::guard::GuardedFs`]) failed without an errno.
+#[derive(Debug)]
+pub enum Blocked {
+    /// This operation did not return in time; its device is now blocked.
+    TimedOut {
+        /// How long the operation was waited for.
+        waited: Duration,
+    },
+    /// An earlier operation on the same device has not returned; this one was not tried.
+    DeviceBlocked {
+        /// The blocked device's directory.
+        device: PathBuf,
+        /// Since when it has been blocked.
+        for_: Duration,
+    },
+    /// Too many devices are blocked; this one was not tried.
+    TooManyBlocked,
+    /// The attempt this operation belongs to was given up; it was not tried.
+    Abandoned,
+}
+
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocked::TimedOut { waited } => write!(
+                f,
+                "the read did not return within {:.3}s; the device is skipped until it does",
+                waited.as_secs_f64()
+            ),
+            Blocked::DeviceBlocked { device, for_ } => write!(
+                f,
+                "skipped: a read under {} has been blocked for {:.1}s",
+                device.display(),
+                for_.as_secs_f64()
+            ),
+            Blocked::TooManyBlocked => write!(
+                f,
+                "skipped: the most devices that may have a blocked read already have one"
+            ),
+            Blocked::Abandoned => write!(
+                f,
+                "skipped: this device's work was given up (it did not answer in time)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Blocked {}
+
+/// Whether `err` is a guarded file system's skip: the operation was not tried because its device is
+/// blocked.
+pub fn is_skipped(err: &io::Error) -> bool {
+    matches!(
+        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
+        Some(Blocked::DeviceBlocked { .. } | Blocked::TooManyBlocked | Blocked::Abandoned)
+    )
+}
+
+/// Whether `err` is a guarded file system's timeout.
+pub fn is_timed_out(err: &io::Error) -> bool {
+    matches!(
+        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
+        Some(Blocked::TimedOut { .. })
+    )
 }

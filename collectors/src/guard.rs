@@ -31,6 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::error::Blocked;
+pub use crate::error::{is_skipped, is_timed_out};
 use crate::fs::{DirEntry, Fs, Roots};
 use crate::sysfs::is_pci_address;
 
@@ -60,69 +62,6 @@ pub(crate) fn with_attempt<R>(id: u64, f: impl FnOnce() -> R) -> R {
     }
     let _restore = Restore(ATTEMPT.with(|a| a.replace(Some(id))));
     f()
-}
-
-/// Why a [`GuardedFs`] operation failed without an errno.
-#[derive(Debug)]
-pub enum Blocked {
-    /// This operation did not return in time; its device is now blocked.
-    TimedOut {
-        /// How long the operation was waited for.
-        waited: Duration,
-    },
-    /// An earlier operation on the same device has not returned; this one was not tried.
-    DeviceBlocked {
-        /// The blocked device's directory.
-        device: PathBuf,
-        /// Since when it has been blocked.
-        for_: Duration,
-    },
-    /// Too many devices are blocked; this one was not tried.
-    TooManyBlocked,
-    /// The attempt this operation belongs to was given up; it was not tried.
-    Abandoned,
-}
-
-impl std::fmt::Display for Blocked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Blocked::TimedOut { waited } => write!(
-                f,
-                "the read did not return within {:.3}s; the device is skipped until it does",
-                waited.as_secs_f64()
-            ),
-            Blocked::DeviceBlocked { device, for_ } => write!(
-                f,
-                "skipped: a read under {} has been blocked for {:.1}s",
-                device.display(),
-                for_.as_secs_f64()
-            ),
-            Blocked::TooManyBlocked => write!(
-                f,
-                "skipped: {MAX_BLOCKED} devices already have a blocked read"
-            ),
-            Blocked::Abandoned => write!(f, "skipped: the collection was restarted"),
-        }
-    }
-}
-
-impl std::error::Error for Blocked {}
-
-/// Whether `err` is a [`GuardedFs`] skip: the operation was not tried because its device is
-/// blocked.
-pub fn is_skipped(err: &io::Error) -> bool {
-    matches!(
-        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
-        Some(Blocked::DeviceBlocked { .. } | Blocked::TooManyBlocked | Blocked::Abandoned)
-    )
-}
-
-/// Whether `err` is a [`GuardedFs`] timeout.
-pub fn is_timed_out(err: &io::Error) -> bool {
-    matches!(
-        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
-        Some(Blocked::TimedOut { .. })
-    )
 }
 
 /// One device with a blocked operation.
