@@ -7,7 +7,7 @@
 //! * Every unit of per-device work ([`crate::run`]) runs as an *attempt* on a worker thread.
 //!   File-system operations run inline on that thread; each records what it is doing.
 //! * When the runner finds a unit past its wait, it *fences* the unit's attempt
-//!   ([`GuardedFs::fence`]): the device its current operation belongs to
+//!   (`GuardedFs::fence`): the device its current operation belongs to
 //!   (`class/infiniband/mlx5_0`, `bus/pci/devices/0000:17:00.0`, a PCI function under
 //!   `devices/`) is marked blocked and the attempt is abandoned.
 //! * Every read of a file under a blocked device fails at once with

@@ -21,17 +21,20 @@
 //!
 //! # Adding a source
 //!
-//! 1. A folder `sources/<name>/` with `mod.rs` (a struct implementing [`Source`]: its
-//!    [`Spec`] with name, help and options, `build` from the option values, `collect`),
-//!    `types.rs` (the snapshot: plain data, `Option` for what the kernel may omit), and its
-//!    reading and pure parsing in modules of their own. Per-device work goes through
-//!    [`Run::each`], so a stuck device costs only itself. Read files through the `Fs` handed
-//!    to `build`, never `std::fs`.
-//! 2. One line in the `registry!` call in `registry.rs`: `Name => name::NameSource`, and
-//!    `pub mod <name>;` in `sources/mod.rs`.
-//! 3. One mapping file in the agent (`agent/src/mapping/<name>.rs`) turning the snapshot into
-//!    metric families; the compiler then points at the one `match` on [`SourceData`] that
-//!    lacks the new variant (`agent/src/mapping/mod.rs`).
+//! 1. A folder `sources/<name>/` with `mod.rs`: a struct implementing [`Source`] (its
+//!    [`Spec`] with name, help and options; `build` from the option values, an invalid one
+//!    named in a [`SourceBuildError`]; `collect`), its snapshot type (plain data, `Option`
+//!    for what the kernel may omit; `types.rs` once it grows), and its reading and pure
+//!    parsing in modules of their own. Per-device work goes through [`Run::each`] (and
+//!    [`run::gather`]), so a stuck device costs only itself; files are read through the `Fs`
+//!    handed to `build` with the [`sysfs`] reader, never `std::fs`; netlink through
+//!    `netlink`. Add `pub mod <name>;` to `sources/mod.rs`.
+//! 2. One line in the `registry!` call in `registry.rs`:
+//!    `Name => sources::<name>::NameSource,` (with a doc line).
+//! 3. One mapping file in the agent, `agent/src/mapping/<name>.rs`, turning the snapshot
+//!    into metric families. The compiler then points at the one place left: the `match` on
+//!    [`SourceData`] in `agent/src/mapping/mod.rs` (`non-exhaustive patterns:
+//!    SourceData::Name(_) not covered`), which gets one arm and the `mod` line.
 //!
 //! The flags (`--collector.<name>`, `--collector.<name>.<option>`), the config file keys, the
 //! landing page and the `collector` label of the self metrics follow from the registry line.

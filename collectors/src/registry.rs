@@ -1,6 +1,6 @@
 //! The registry: the list of sources, in the order the agent lists and exports them.
 //!
-//! Adding a source is one folder under `sources/`, one line in the [`registry!`] call below,
+//! Adding a source is one folder under `sources/`, one line in the `registry!` call below,
 //! and one mapping file in the agent; the compiler points at the rest (the agent's match on
 //! [`SourceData`]). The line creates the agent's `--collector.<name>` /
 //! `--no-collector.<name>` flags, its `--collector.<name>.<option>` flags and the config file
@@ -12,7 +12,7 @@ use crate::fs::{Fs, RealFs, Roots};
 use crate::guard::{BlockedDevice, GuardedFs};
 use crate::run::{Deadline, Run, Work};
 use crate::source::{Build, OptionSpec, OptionValues, Report, Source, SourceBuildError};
-use crate::sources::{dcb, ethtool, gpu, host, infiniband, netdev, pci, topology};
+use crate::sources;
 
 /// What a source read in one collection.
 pub type SourceReport = Report<SourceData>;
@@ -132,21 +132,21 @@ macro_rules! registry {
 
 registry! {
     /// The `infiniband` source's snapshot.
-    Infiniband => infiniband::InfinibandSource,
+    Infiniband => sources::infiniband::InfinibandSource,
     /// The `netdev` source's snapshot.
-    Netdev => netdev::NetdevSource,
+    Netdev => sources::netdev::NetdevSource,
     /// The `ethtool` source's snapshot.
-    Ethtool => ethtool::EthtoolSource,
+    Ethtool => sources::ethtool::EthtoolSource,
     /// The `dcb` source's snapshot.
-    Dcb => dcb::DcbSource,
+    Dcb => sources::dcb::DcbSource,
     /// The `gpu` source's snapshot.
-    Gpu => gpu::GpuSource,
+    Gpu => sources::gpu::GpuSource,
     /// The `pci` source's snapshot.
-    Pci => pci::PciSource,
+    Pci => sources::pci::PciSource,
     /// The `topology` source's snapshot.
-    Topology => topology::TopologySource,
+    Topology => sources::topology::TopologySource,
     /// The `host` source's snapshot.
-    Host => host::HostSource,
+    Host => sources::host::HostSource,
 }
 
 /// Why a source could not be built.
