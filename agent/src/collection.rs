@@ -1,5 +1,5 @@
 //! What one collection produced, shared by the [`crate::scheduler`] that makes it and the
-//! [`crate::mapping`] that turns it into metric families.
+//! mapping that turns it into metric families.
 
 use std::time::Duration;
 
