@@ -56,4 +56,6 @@ pub struct Totals {
     pub blocked: Vec<BlockedDevice>,
     /// File-system operations that did not return in time, since start.
     pub fs_timeouts: u64,
+    /// Attribute files kept open between scrapes now.
+    pub files_kept: Option<usize>,
 }

@@ -181,6 +181,7 @@ impl Scheduler {
                 .map(Collectors::blocked)
                 .unwrap_or_default(),
             fs_timeouts: self.collectors.as_ref().map_or(0, Collectors::fs_timeouts),
+            files_kept: self.collectors.as_ref().and_then(Collectors::files_kept),
         }
     }
 

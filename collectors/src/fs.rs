@@ -62,6 +62,10 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Resolves every symlink of `path` (`realpath`).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// How many files it keeps open between reads, for a file system that does.
+    fn files_kept(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The real file system.

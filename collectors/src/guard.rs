@@ -307,6 +307,10 @@ impl Fs for GuardedFs {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         self.run(path, false, |fs, p| fs.canonicalize(p))
     }
+
+    fn files_kept(&self) -> Option<usize> {
+        self.inner.files_kept()
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -40,6 +40,7 @@
 //! landing page and the `collector` label of the self metrics follow from the registry line.
 
 pub mod error;
+pub mod files;
 pub mod fs;
 pub mod guard;
 pub mod netdevs;

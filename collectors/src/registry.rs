@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use crate::fs::{Fs, RealFs, Roots};
+use crate::files::KeptOpenFs;
+use crate::fs::{Fs, Roots};
 use crate::guard::{BlockedDevice, GuardedFs};
 use crate::run::{Deadline, Run, Work};
 use crate::source::{Build, OptionSpec, OptionValues, Report, Source, SourceBuildError};
@@ -168,14 +169,15 @@ pub struct Collectors {
 }
 
 impl Collectors {
-    /// Builds every `(spec, options)` over the real file system under `roots`. Every read
-    /// goes through one [`GuardedFs`]: a read that blocks in the kernel costs its device's
-    /// series until it returns, never the scrape or the rest of the node.
+    /// Builds every `(spec, options)` over the real file system under `roots`, its attribute
+    /// files kept open between scrapes ([`KeptOpenFs`]). Every read goes through one
+    /// [`GuardedFs`]: a read that blocks in the kernel costs its device's series until it
+    /// returns, never the scrape or the rest of the node.
     pub fn build<'a>(
         roots: &Roots,
         enabled: impl IntoIterator<Item = (&'a SourceSpec, &'a OptionValues)>,
     ) -> Result<Self, BuildError> {
-        Self::build_on(roots, Arc::new(RealFs), enabled)
+        Self::build_on(roots, Arc::new(KeptOpenFs::new(roots)), enabled)
     }
 
     /// [`Collectors::build`] over another file system (tests inject failures with it).
@@ -204,5 +206,10 @@ impl Collectors {
     /// File-system reads that did not return in time, since start.
     pub fn fs_timeouts(&self) -> u64 {
         self.guard.timeouts_total()
+    }
+
+    /// How many attribute files are kept open between scrapes now.
+    pub fn files_kept(&self) -> Option<usize> {
+        self.guard.files_kept()
     }
 }

@@ -452,6 +452,7 @@ pub const VOLATILE_FAMILIES: &[&str] = &[
     "railscope_collector_duration_seconds",
     "railscope_collections_total",
     "railscope_scrape_requests_total",
+    "railscope_open_files_kept",
     "process_",
 ];
 

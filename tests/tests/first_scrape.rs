@@ -21,6 +21,7 @@ const VOLATILE: &[&str] = &[
     "railscope_collector_last_errors",
     "railscope_collections_total",
     "railscope_scrape_requests_total",
+    "railscope_open_files_kept",
     "railscope_sysfs_",
     "process_",
 ];

@@ -104,6 +104,13 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         "File-system reads that blocked in the kernel past their wait (half the time left to the deadline), since start.",
     );
     timeouts.push(vec![], totals.fs_timeouts);
+    let mut kept = Family::gauge(
+        "railscope_open_files_kept",
+        "sysfs and procfs attribute files kept open between scrapes and re-read in place (bounded by half the descriptor limit; closed when not read for two minutes).",
+    );
+    if let Some(n) = totals.files_kept {
+        kept.push(vec![], n as u64);
+    }
     vec![
         build,
         success,
@@ -114,6 +121,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         requests,
         blocked,
         timeouts,
+        kept,
     ]
 }
 

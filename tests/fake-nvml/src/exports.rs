@@ -7,7 +7,10 @@
 //! * answers `NVML_ERROR_INVALID_ARGUMENT` for a null output pointer, an unknown handle or
 //!   event set, or an out-of-range enum or link;
 //! * for a device: sleeps its `hang_ms`, then answers `GPU_IS_LOST` if it is `lost`, then
-//!   `NOT_SUPPORTED` (or the fixture's code) for an unsupported feature.
+//!   pays the call's cost (when costs are on, [`crate::costs`]), then answers
+//!   `NOT_SUPPORTED` (or the fixture's code) for an unsupported feature;
+//! * names itself to [`state::pay`] (or [`state::with_gpu`]) with its exported name, so the
+//!   deprecated and current names of one function are priced separately.
 //!
 //! # Safety
 //!
@@ -173,11 +176,17 @@ fn now_us() -> i64 {
         .unwrap_or(0)
 }
 
-/// Looks up a device by a predicate and applies its hang and loss like any device call.
-fn find_device(device: *mut nvmlDevice_t, matches: impl Fn(&Gpu) -> bool) -> Result<(), Ret> {
+/// Looks up a device by a predicate and applies its hang, loss and cost like any device
+/// call (`call`).
+fn find_device(
+    call: &'static str,
+    device: *mut nvmlDevice_t,
+    matches: impl Fn(&Gpu) -> bool,
+) -> Result<(), Ret> {
     let fixture = state::snapshot()?;
     let index = fixture.gpus.iter().position(matches).ok_or(NOT_FOUND)?;
     state::gate(&fixture.gpus[index])?;
+    state::pay(call);
     // SAFETY: NVML contract (module docs): null or one writable nvmlDevice_t.
     unsafe { put(device, state::handle(index)) }
 }
@@ -188,19 +197,19 @@ fn find_device(device: *mut nvmlDevice_t, matches: impl Fn(&Gpu) -> bool) -> Res
 /// `nvmlReturn_t nvmlInit_v2(void)`: loads the fixture; fails with its `init_error`.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
-    guard(state::init)
+    guard(|| state::init("nvmlInit_v2"))
 }
 
 /// `nvmlReturn_t nvmlInit(void)`: the v1 name of `nvmlInit_v2`.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInit() -> nvmlReturn_t {
-    guard(state::init)
+    guard(|| state::init("nvmlInit"))
 }
 
 /// `nvmlReturn_t nvmlInitWithFlags(unsigned int flags)`: flags are accepted and ignored.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> nvmlReturn_t {
-    guard(state::init)
+    guard(|| state::init("nvmlInitWithFlags"))
 }
 
 /// `nvmlReturn_t nvmlShutdown(void)`: never hangs (a test's `Drop` must finish).
@@ -212,6 +221,7 @@ pub extern "C" fn nvmlShutdown() -> nvmlReturn_t {
 /// `const char *nvmlErrorString(nvmlReturn_t result)`: a static string for every code.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
+    state::pay("nvmlErrorString");
     error_string(result).as_ptr()
 }
 
@@ -261,6 +271,7 @@ pub unsafe extern "C" fn nvmlSystemGetDriverVersion(
 ) -> nvmlReturn_t {
     guard(|| {
         let fixture = state::snapshot()?;
+        state::pay("nvmlSystemGetDriverVersion");
         // SAFETY: NVML contract (module docs): `length` writable bytes.
         unsafe { put_str(version, length, &fixture.driver_version) }
     })
@@ -274,48 +285,89 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(
 ) -> nvmlReturn_t {
     guard(|| {
         let fixture = state::snapshot()?;
+        state::pay("nvmlSystemGetNVMLVersion");
         // SAFETY: NVML contract (module docs): `length` writable bytes.
         unsafe { put_str(version, length, &fixture.nvml_version) }
+    })
+}
+
+/// Both names of the CUDA driver version getter (`call`).
+///
+/// # Safety
+/// `version` is null or valid for one write.
+unsafe fn cuda_driver_version(call: &'static str, version: *mut c_int) -> nvmlReturn_t {
+    guard(|| {
+        let fixture = state::snapshot()?;
+        state::pay(call);
+        // SAFETY: per this function's contract.
+        unsafe { put(version, fixture.cuda_driver_version) }
     })
 }
 
 /// `nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion_v2(version: *mut c_int) -> nvmlReturn_t {
-    guard(|| {
-        let fixture = state::snapshot()?;
-        // SAFETY: NVML contract (module docs).
-        unsafe { put(version, fixture.cuda_driver_version) }
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe { cuda_driver_version("nvmlSystemGetCudaDriverVersion_v2", version) }
 }
 
 /// `nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion(version: *mut c_int) -> nvmlReturn_t {
-    // SAFETY: same contract as the _v2 function.
-    unsafe { nvmlSystemGetCudaDriverVersion_v2(version) }
+    // SAFETY: NVML contract (module docs).
+    unsafe { cuda_driver_version("nvmlSystemGetCudaDriverVersion", version) }
 }
 
 // ---------------------------------------------------------------------------------------
 // Enumeration and identity
 
+/// Both names of the device count (`call`): lost and hung GPUs are counted.
+///
+/// # Safety
+/// `count` is null or valid for one write.
+unsafe fn device_count(call: &'static str, count: *mut c_uint) -> nvmlReturn_t {
+    guard(|| {
+        let fixture = state::snapshot()?;
+        state::pay(call);
+        let n = c_uint::try_from(fixture.gpus.len()).map_err(|_| UNKNOWN)?;
+        // SAFETY: per this function's contract.
+        unsafe { put(count, n) }
+    })
+}
+
 /// `nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)`: lost and hung GPUs
 /// are counted.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> nvmlReturn_t {
-    guard(|| {
-        let fixture = state::snapshot()?;
-        let n = c_uint::try_from(fixture.gpus.len()).map_err(|_| UNKNOWN)?;
-        // SAFETY: NVML contract (module docs).
-        unsafe { put(count, n) }
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe { device_count("nvmlDeviceGetCount_v2", count) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)`: the v1 name.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetCount(count: *mut c_uint) -> nvmlReturn_t {
-    // SAFETY: same contract as the _v2 function.
-    unsafe { nvmlDeviceGetCount_v2(count) }
+    // SAFETY: NVML contract (module docs).
+    unsafe { device_count("nvmlDeviceGetCount", count) }
+}
+
+/// Both names of the handle-by-index lookup (`call`): hangs and fails like any call on
+/// that GPU.
+///
+/// # Safety
+/// `device` is null or valid for one write.
+unsafe fn handle_by_index(
+    call: &'static str,
+    index: c_uint,
+    device: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        let fixture = state::snapshot()?;
+        let gpu = fixture.gpus.get(index as usize).ok_or(INVALID_ARGUMENT)?;
+        state::gate(gpu)?;
+        state::pay(call);
+        // SAFETY: per this function's contract.
+        unsafe { put(device, state::handle(index as usize)) }
+    })
 }
 
 /// `nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)`:
@@ -325,13 +377,8 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
     index: c_uint,
     device: *mut nvmlDevice_t,
 ) -> nvmlReturn_t {
-    guard(|| {
-        let fixture = state::snapshot()?;
-        let gpu = fixture.gpus.get(index as usize).ok_or(INVALID_ARGUMENT)?;
-        state::gate(gpu)?;
-        // SAFETY: NVML contract (module docs).
-        unsafe { put(device, state::handle(index as usize)) }
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe { handle_by_index("nvmlDeviceGetHandleByIndex_v2", index, device) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)`.
@@ -340,8 +387,8 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex(
     index: c_uint,
     device: *mut nvmlDevice_t,
 ) -> nvmlReturn_t {
-    // SAFETY: same contract as the _v2 function.
-    unsafe { nvmlDeviceGetHandleByIndex_v2(index, device) }
+    // SAFETY: NVML contract (module docs).
+    unsafe { handle_by_index("nvmlDeviceGetHandleByIndex", index, device) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)`.
@@ -356,7 +403,30 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByUUID(
         }
         // SAFETY: non-null; NVML contract: a NUL-terminated string.
         let uuid = unsafe { CStr::from_ptr(uuid) }.to_bytes();
-        find_device(device, |g| g.uuid.as_bytes() == uuid)
+        find_device("nvmlDeviceGetHandleByUUID", device, |g| {
+            g.uuid.as_bytes() == uuid
+        })
+    })
+}
+
+/// Both names of the handle-by-PCI-address lookup (`call`): any case, 4- or 8-digit
+/// domain.
+///
+/// # Safety
+/// `bus_id` is null or a NUL-terminated string; `device` is null or valid for one write.
+unsafe fn handle_by_pci_bus_id(
+    call: &'static str,
+    bus_id: *const c_char,
+    device: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        if bus_id.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null; per this function's contract a NUL-terminated string.
+        let text = unsafe { CStr::from_ptr(bus_id) }.to_string_lossy();
+        let want = parse_bus_id(&text).map_err(|_| INVALID_ARGUMENT)?;
+        find_device(call, device, |g| parse_bus_id(&g.pci.bus_id) == Ok(want))
     })
 }
 
@@ -367,15 +437,8 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
     bus_id: *const c_char,
     device: *mut nvmlDevice_t,
 ) -> nvmlReturn_t {
-    guard(|| {
-        if bus_id.is_null() {
-            return Err(INVALID_ARGUMENT);
-        }
-        // SAFETY: non-null; NVML contract: a NUL-terminated string.
-        let text = unsafe { CStr::from_ptr(bus_id) }.to_string_lossy();
-        let want = parse_bus_id(&text).map_err(|_| INVALID_ARGUMENT)?;
-        find_device(device, |g| parse_bus_id(&g.pci.bus_id) == Ok(want))
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe { handle_by_pci_bus_id("nvmlDeviceGetHandleByPciBusId_v2", bus_id, device) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)`.
@@ -384,8 +447,8 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId(
     bus_id: *const c_char,
     device: *mut nvmlDevice_t,
 ) -> nvmlReturn_t {
-    // SAFETY: same contract as the _v2 function.
-    unsafe { nvmlDeviceGetHandleByPciBusId_v2(bus_id, device) }
+    // SAFETY: NVML contract (module docs).
+    unsafe { handle_by_pci_bus_id("nvmlDeviceGetHandleByPciBusId", bus_id, device) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)`.
@@ -398,6 +461,7 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(
         let fixture = state::snapshot()?;
         let i = state::index_of(device, &fixture)?;
         state::gate(&fixture.gpus[i])?;
+        state::pay("nvmlDeviceGetIndex");
         let i = c_uint::try_from(i).map_err(|_| UNKNOWN)?;
         // SAFETY: NVML contract (module docs).
         unsafe { put(index, i) }
@@ -412,7 +476,11 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     length: c_uint,
 ) -> nvmlReturn_t {
     // SAFETY (all string getters): NVML contract (module docs): `length` writable bytes.
-    guard(|| state::with_gpu(device, |g, _| unsafe { put_str(name, length, &g.name) }))
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetName", device, |g, _| unsafe {
+            put_str(name, length, &g.name)
+        })
+    })
 }
 
 /// `nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)`.
@@ -423,7 +491,11 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(
     length: c_uint,
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs): `length` writable bytes.
-    guard(|| state::with_gpu(device, |g, _| unsafe { put_str(uuid, length, &g.uuid) }))
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetUUID", device, |g, _| unsafe {
+            put_str(uuid, length, &g.uuid)
+        })
+    })
 }
 
 /// `nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)`.
@@ -434,7 +506,7 @@ pub unsafe extern "C" fn nvmlDeviceGetSerial(
     length: c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetSerial", device, |g, _| {
             let s = value(g, Feature::Serial, g.serial.as_ref())?;
             // SAFETY: NVML contract (module docs): `length` writable bytes.
             unsafe { put_str(serial, length, &s) }
@@ -449,7 +521,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
     minor: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetMinorNumber", device, |g, _| {
             let v = value(g, Feature::MinorNumber, g.minor_number.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(minor, v) }
@@ -464,7 +536,7 @@ pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
     pci: *mut nvmlPciInfo_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetPciInfo_v3", device, |g, _| {
             let info = gpu_pci(&g.pci)?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(pci, info) }
@@ -479,7 +551,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNumaNodeId(
     node: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNumaNodeId", device, |g, _| {
             let v = value(g, Feature::NumaNode, g.numa_node.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(node, v) }
@@ -521,7 +593,7 @@ pub unsafe extern "C" fn nvmlDeviceGetCpuAffinity(
     set: *mut c_ulong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetCpuAffinity", device, |g, _| {
             let cpus = cpu_affinity(g)?;
             // SAFETY: NVML contract (module docs): `size` words.
             unsafe { put_mask(set, size, &cpus) }
@@ -540,7 +612,7 @@ pub unsafe extern "C" fn nvmlDeviceGetCpuAffinityWithinScope(
     scope: nvmlAffinityScope_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetCpuAffinityWithinScope", device, |g, _| {
             if scope > 1 {
                 return Err(INVALID_ARGUMENT);
             }
@@ -561,7 +633,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryAffinity(
     scope: nvmlAffinityScope_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetMemoryAffinity", device, |g, _| {
             if scope > 1 {
                 return Err(INVALID_ARGUMENT);
             }
@@ -579,7 +651,7 @@ pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(
     mode: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetPersistenceMode", device, |g, _| {
             let on = value(g, Feature::PersistenceMode, g.persistence_mode.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(mode, nvmlEnableState_t::from(on)) }
@@ -597,7 +669,7 @@ pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
     utilization: *mut nvmlUtilization_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetUtilizationRates", device, |g, _| {
             let u = value(g, Feature::Utilization, g.utilization.as_ref())?;
             let out = nvmlUtilization_t {
                 gpu: u.gpu,
@@ -618,7 +690,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
 ) -> nvmlReturn_t {
     const V2: c_uint = (size_of::<nvmlMemory_v2_t>() as c_uint) | (2 << 24);
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetMemoryInfo_v2", device, |g, _| {
             let m = value(g, Feature::Memory, g.memory.as_ref())?;
             if memory.is_null() {
                 return Err(INVALID_ARGUMENT);
@@ -650,7 +722,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
     memory: *mut nvmlMemory_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetMemoryInfo", device, |g, _| {
             let m = value(g, Feature::Memory, g.memory.as_ref())?;
             let used = m.used.saturating_add(m.reserved);
             let out = nvmlMemory_t {
@@ -673,7 +745,7 @@ pub unsafe extern "C" fn nvmlDeviceGetTemperature(
     temp: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetTemperature", device, |g, _| {
             if sensor != nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU {
                 return Err(INVALID_ARGUMENT);
             }
@@ -691,10 +763,28 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerUsage(
     power: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetPowerUsage", device, |g, _| {
             let v = value(g, Feature::PowerUsage, g.power_usage_mw.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(power, v) }
+        })
+    })
+}
+
+/// The enforced and the management power limit (`call`): one value in the fixture.
+///
+/// # Safety
+/// `limit` is null or valid for one write.
+unsafe fn power_limit(
+    call: &'static str,
+    device: nvmlDevice_t,
+    limit: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu(call, device, |g, _| {
+            let v = value(g, Feature::PowerLimit, g.power_limit_mw.as_ref())?;
+            // SAFETY: per this function's contract.
+            unsafe { put(limit, v) }
         })
     })
 }
@@ -705,13 +795,8 @@ pub unsafe extern "C" fn nvmlDeviceGetEnforcedPowerLimit(
     device: nvmlDevice_t,
     limit: *mut c_uint,
 ) -> nvmlReturn_t {
-    guard(|| {
-        state::with_gpu(device, |g, _| {
-            let v = value(g, Feature::PowerLimit, g.power_limit_mw.as_ref())?;
-            // SAFETY: NVML contract (module docs).
-            unsafe { put(limit, v) }
-        })
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe { power_limit("nvmlDeviceGetEnforcedPowerLimit", device, limit) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)`.
@@ -720,8 +805,8 @@ pub unsafe extern "C" fn nvmlDeviceGetPowerManagementLimit(
     device: nvmlDevice_t,
     limit: *mut c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY: same contract as nvmlDeviceGetEnforcedPowerLimit.
-    unsafe { nvmlDeviceGetEnforcedPowerLimit(device, limit) }
+    // SAFETY: NVML contract (module docs).
+    unsafe { power_limit("nvmlDeviceGetPowerManagementLimit", device, limit) }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
@@ -732,7 +817,7 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
     energy: *mut c_ulonglong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetTotalEnergyConsumption", device, |g, _| {
             let v = value(g, Feature::Energy, g.energy_mj.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(energy, v) }
@@ -759,7 +844,7 @@ pub unsafe extern "C" fn nvmlDeviceGetClockInfo(
     clock: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetClockInfo", device, |g, _| {
             let c = value(g, Feature::Clocks, g.clocks_mhz.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(clock, clock_of(&c, kind)?) }
@@ -776,10 +861,31 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
     clock: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetMaxClockInfo", device, |g, _| {
             let c = value(g, Feature::MaxClocks, g.max_clocks_mhz.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(clock, clock_of(&c, kind)?) }
+        })
+    })
+}
+
+/// A clock event reason mask, for the export `call` (current or supported, under the
+/// current or the deprecated name).
+///
+/// # Safety
+/// `out` is null or valid for one write.
+unsafe fn reasons_mask(
+    call: &'static str,
+    device: nvmlDevice_t,
+    out: *mut c_ulonglong,
+    feature: Feature,
+    mask: fn(&Gpu) -> Option<u64>,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu(call, device, |g, _| {
+            let v = value(g, feature, mask(g).as_ref())?;
+            // SAFETY: per this function's contract.
+            unsafe { put(out, v) }
         })
     })
 }
@@ -791,17 +897,16 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksEventReasons(
     device: nvmlDevice_t,
     reasons: *mut c_ulonglong,
 ) -> nvmlReturn_t {
-    guard(|| {
-        state::with_gpu(device, |g, _| {
-            let v = value(
-                g,
-                Feature::ClockEventReasons,
-                g.clock_event_reasons.as_ref(),
-            )?;
-            // SAFETY: NVML contract (module docs).
-            unsafe { put(reasons, v) }
-        })
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe {
+        reasons_mask(
+            "nvmlDeviceGetCurrentClocksEventReasons",
+            device,
+            reasons,
+            Feature::ClockEventReasons,
+            |g| g.clock_event_reasons,
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(…)`: the deprecated name that
@@ -811,8 +916,16 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(
     device: nvmlDevice_t,
     reasons: *mut c_ulonglong,
 ) -> nvmlReturn_t {
-    // SAFETY: same contract as the event-reasons function.
-    unsafe { nvmlDeviceGetCurrentClocksEventReasons(device, reasons) }
+    // SAFETY: NVML contract (module docs).
+    unsafe {
+        reasons_mask(
+            "nvmlDeviceGetCurrentClocksThrottleReasons",
+            device,
+            reasons,
+            Feature::ClockEventReasons,
+            |g| g.clock_event_reasons,
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device,
@@ -822,17 +935,16 @@ pub unsafe extern "C" fn nvmlDeviceGetSupportedClocksEventReasons(
     device: nvmlDevice_t,
     reasons: *mut c_ulonglong,
 ) -> nvmlReturn_t {
-    guard(|| {
-        state::with_gpu(device, |g, _| {
-            let v = value(
-                g,
-                Feature::SupportedClockEventReasons,
-                g.supported_clock_event_reasons.as_ref(),
-            )?;
-            // SAFETY: NVML contract (module docs).
-            unsafe { put(reasons, v) }
-        })
-    })
+    // SAFETY: NVML contract (module docs).
+    unsafe {
+        reasons_mask(
+            "nvmlDeviceGetSupportedClocksEventReasons",
+            device,
+            reasons,
+            Feature::SupportedClockEventReasons,
+            |g| g.supported_clock_event_reasons,
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(…)`: the deprecated name.
@@ -841,8 +953,16 @@ pub unsafe extern "C" fn nvmlDeviceGetSupportedClocksThrottleReasons(
     device: nvmlDevice_t,
     reasons: *mut c_ulonglong,
 ) -> nvmlReturn_t {
-    // SAFETY: same contract as the event-reasons function.
-    unsafe { nvmlDeviceGetSupportedClocksEventReasons(device, reasons) }
+    // SAFETY: NVML contract (module docs).
+    unsafe {
+        reasons_mask(
+            "nvmlDeviceGetSupportedClocksThrottleReasons",
+            device,
+            reasons,
+            Feature::SupportedClockEventReasons,
+            |g| g.supported_clock_event_reasons,
+        )
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -857,7 +977,7 @@ pub unsafe extern "C" fn nvmlDeviceGetEccMode(
     pending: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetEccMode", device, |g, _| {
             let e = value(g, Feature::Ecc, g.ecc.as_ref())?;
             if current.is_null() || pending.is_null() {
                 return Err(INVALID_ARGUMENT);
@@ -882,7 +1002,7 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
     counts: *mut c_ulonglong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetTotalEccErrors", device, |g, _| {
             let e = value(g, Feature::Ecc, g.ecc.as_ref())?;
             let c = match counter_type {
                 nvmlEccCounterType_enum_NVML_VOLATILE_ECC => &e.volatile,
@@ -911,7 +1031,7 @@ pub unsafe extern "C" fn nvmlDeviceGetRemappedRows(
     failure: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetRemappedRows", device, |g, _| {
             let r = value(g, Feature::RemappedRows, g.remapped_rows.as_ref())?;
             if corr.is_null() || unc.is_null() || pending.is_null() || failure.is_null() {
                 return Err(INVALID_ARGUMENT);
@@ -992,7 +1112,7 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPages(
     addresses: *mut c_ulonglong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetRetiredPages", device, |g, _| {
             let pages = retired(g, cause)?;
             // SAFETY: NVML contract (module docs): `*count` addresses.
             unsafe { put_pages(&pages, count, addresses, std::ptr::null_mut()) }
@@ -1012,7 +1132,7 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPages_v2(
     timestamps: *mut c_ulonglong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetRetiredPages_v2", device, |g, _| {
             let pages = retired(g, cause)?;
             // SAFETY: NVML contract (module docs): `*count` addresses and timestamps.
             unsafe { put_pages(&pages, count, addresses, timestamps) }
@@ -1028,7 +1148,7 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
     pending: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetRetiredPagesPendingStatus", device, |g, _| {
             let r = value(g, Feature::RetiredPages, g.retired_pages.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(pending, nvmlEnableState_t::from(r.pending)) }
@@ -1039,18 +1159,20 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
 // ---------------------------------------------------------------------------------------
 // PCIe
 
-/// One `unsigned int` PCIe getter: `f` picks the value from the fixture's `pcie`.
+/// One `unsigned int` PCIe getter (the export `call`): `f` picks the value from the
+/// fixture's `pcie`.
 ///
 /// # Safety
 /// `out` is null or valid for one write.
 unsafe fn pcie_value(
+    call: &'static str,
     device: nvmlDevice_t,
     feature: Feature,
     out: *mut c_uint,
     f: impl FnOnce(&crate::fixture::Pcie) -> Result<u32, Ret>,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu(call, device, |g, _| {
             let p = value(g, feature, g.pcie.as_ref())?;
             // SAFETY: per this function's contract.
             unsafe { put(out, f(&p)?) }
@@ -1065,7 +1187,15 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkGeneration(
     out: *mut c_uint,
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
-    unsafe { pcie_value(device, Feature::PcieLink, out, |p| Ok(p.generation)) }
+    unsafe {
+        pcie_value(
+            "nvmlDeviceGetCurrPcieLinkGeneration",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| Ok(p.generation),
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *currLinkWidth)`.
@@ -1075,7 +1205,15 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(
     out: *mut c_uint,
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
-    unsafe { pcie_value(device, Feature::PcieLink, out, |p| Ok(p.width)) }
+    unsafe {
+        pcie_value(
+            "nvmlDeviceGetCurrPcieLinkWidth",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| Ok(p.width),
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)`.
@@ -1085,7 +1223,15 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkGeneration(
     out: *mut c_uint,
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
-    unsafe { pcie_value(device, Feature::PcieLink, out, |p| Ok(p.max_gen)) }
+    unsafe {
+        pcie_value(
+            "nvmlDeviceGetMaxPcieLinkGeneration",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| Ok(p.max_gen),
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int
@@ -1097,9 +1243,13 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuMaxPcieLinkGeneration(
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
     unsafe {
-        pcie_value(device, Feature::PcieLink, out, |p| {
-            Ok(p.gpu_max_gen.unwrap_or(p.max_gen))
-        })
+        pcie_value(
+            "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| Ok(p.gpu_max_gen.unwrap_or(p.max_gen)),
+        )
     }
 }
 
@@ -1110,7 +1260,15 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(
     out: *mut c_uint,
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
-    unsafe { pcie_value(device, Feature::PcieLink, out, |p| Ok(p.max_width)) }
+    unsafe {
+        pcie_value(
+            "nvmlDeviceGetMaxPcieLinkWidth",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| Ok(p.max_width),
+        )
+    }
 }
 
 /// `nvmlReturn_t nvmlDeviceGetPcieSpeed(nvmlDevice_t device, unsigned int *pcieSpeed)`:
@@ -1122,9 +1280,13 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieSpeed(
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
     unsafe {
-        pcie_value(device, Feature::PcieLink, out, |p| {
-            pcie_mts(p.generation).ok_or(UNKNOWN)
-        })
+        pcie_value(
+            "nvmlDeviceGetPcieSpeed",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| pcie_mts(p.generation).ok_or(UNKNOWN),
+        )
     }
 }
 
@@ -1137,9 +1299,13 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieLinkMaxSpeed(
 ) -> nvmlReturn_t {
     // SAFETY: NVML contract (module docs).
     unsafe {
-        pcie_value(device, Feature::PcieLink, out, |p| {
-            pcie_mts(p.gpu_max_gen.unwrap_or(p.max_gen)).ok_or(UNKNOWN)
-        })
+        pcie_value(
+            "nvmlDeviceGetPcieLinkMaxSpeed",
+            device,
+            Feature::PcieLink,
+            out,
+            |p| pcie_mts(p.gpu_max_gen.unwrap_or(p.max_gen)).ok_or(UNKNOWN),
+        )
     }
 }
 
@@ -1150,7 +1316,7 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieReplayCounter(
     out: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetPcieReplayCounter", device, |g, _| {
             let p = value(g, Feature::PcieReplay, g.pcie.as_ref())?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(out, p.replay_counter) }
@@ -1159,7 +1325,8 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieReplayCounter(
 }
 
 /// `nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t
-/// counter, unsigned int *value)`, KB/s (answers at once; the real one samples 20 ms).
+/// counter, unsigned int *value)`, KB/s. The real one samples a 20 ms window; the fake
+/// answers at once unless costs are on ([`crate::costs`]).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetPcieThroughput(
     device: nvmlDevice_t,
@@ -1167,7 +1334,7 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieThroughput(
     out: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetPcieThroughput", device, |g, _| {
             let p = value(g, Feature::PcieThroughput, g.pcie.as_ref())?;
             let v = match counter {
                 nvmlPcieUtilCounter_enum_NVML_PCIE_UTIL_TX_BYTES => p.tx_kbps,
@@ -1208,7 +1375,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfo(
     info: *mut nvmlGpuFabricInfo_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetGpuFabricInfo", device, |g, _| {
             let v3 = fabric_v3(g)?;
             let out = nvmlGpuFabricInfo_t {
                 clusterUuid: v3.clusterUuid,
@@ -1233,7 +1400,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
     const V2: c_uint = (size_of::<nvmlGpuFabricInfo_v2_t>() as c_uint) | (2 << 24);
     const V3: c_uint = (size_of::<nvmlGpuFabricInfo_v3_t>() as c_uint) | (3 << 24);
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetGpuFabricInfoV", device, |g, _| {
             let v3 = fabric_v3(g)?;
             if info.is_null() {
                 return Err(INVALID_ARGUMENT);
@@ -1275,7 +1442,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkState(
     active: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNvLinkState", device, |g, _| {
             let l = link(g, link_no)?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(active, nvmlEnableState_t::from(l.active)) }
@@ -1292,7 +1459,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkVersion(
     version: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNvLinkVersion", device, |g, _| {
             let l = link(g, link_no)?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(version, l.version) }
@@ -1312,7 +1479,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkCapability(
     result: *mut c_uint,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNvLinkCapability", device, |g, _| {
             let l = link(g, link_no)?;
             let peer = l
                 .remote
@@ -1342,7 +1509,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkRemotePciInfo_v2(
     pci: *mut nvmlPciInfo_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNvLinkRemotePciInfo_v2", device, |g, _| {
             let r = link(g, link_no)?.remote.as_ref().ok_or(NOT_SUPPORTED)?;
             let info = pci_info(&r.bus_id, r.device_id, 0)?;
             // SAFETY: NVML contract (module docs).
@@ -1360,7 +1527,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkRemoteDeviceType(
     kind: *mut nvmlIntNvLinkDeviceType_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNvLinkRemoteDeviceType", device, |g, _| {
             let r = link(g, link_no)?.remote.as_ref().ok_or(NOT_SUPPORTED)?;
             let v = match r.kind {
                 RemoteKind::Gpu => nvmlIntNvLinkDeviceType_enum_NVML_NVLINK_DEVICE_TYPE_GPU,
@@ -1396,7 +1563,7 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkErrorCounter(
     out: *mut c_ulonglong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetNvLinkErrorCounter", device, |g, _| {
             let l = link(g, link_no)?;
             let v = link_error(l, counter).ok_or(INVALID_ARGUMENT)?;
             // SAFETY: NVML contract (module docs).
@@ -1657,7 +1824,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
     values: *mut nvmlFieldValue_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetFieldValues", device, |g, _| {
             check(g, Feature::FieldValues)?;
             let n = usize::try_from(count).map_err(|_| INVALID_ARGUMENT)?;
             if n == 0 {
@@ -1668,6 +1835,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
             }
             // SAFETY: non-null; NVML contract: `valuesCount` initialised entries.
             let values = unsafe { std::slice::from_raw_parts_mut(values, n) };
+            state::pay_fields(values.iter().map(|v| v.fieldId));
             let now = now_us();
             for v in values {
                 v.timestamp = now;
@@ -1696,6 +1864,7 @@ pub unsafe extern "C" fn nvmlEventSetCreate(set: *mut nvmlEventSet_t) -> nvmlRet
             return Err(INVALID_ARGUMENT);
         }
         let address = state::event_set_create()?;
+        state::pay("nvmlEventSetCreate");
         // SAFETY: non-null; NVML contract: one writable nvmlEventSet_t. The pointer is
         // only ever used as a key by this library, never dereferenced.
         unsafe { put(set, address as nvmlEventSet_t) }
@@ -1706,7 +1875,11 @@ pub unsafe extern "C" fn nvmlEventSetCreate(set: *mut nvmlEventSet_t) -> nvmlRet
 /// consumer's `Drop` never fails.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlEventSetFree(set: nvmlEventSet_t) -> nvmlReturn_t {
-    guard(|| state::event_set_free(set as usize))
+    guard(|| {
+        state::event_set_free(set as usize)?;
+        state::pay("nvmlEventSetFree");
+        Ok(())
+    })
 }
 
 /// `nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long
@@ -1717,7 +1890,7 @@ pub unsafe extern "C" fn nvmlDeviceGetSupportedEventTypes(
     types: *mut c_ulonglong,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu(device, |g, _| {
+        state::with_gpu("nvmlDeviceGetSupportedEventTypes", device, |g, _| {
             check(g, Feature::Events)?;
             // SAFETY: NVML contract (module docs).
             unsafe { put(types, SUPPORTED_EVENTS) }
@@ -1738,6 +1911,7 @@ pub extern "C" fn nvmlDeviceRegisterEvents(
         let index = state::index_of(device, &fixture)?;
         let g = &fixture.gpus[index];
         state::gate(g)?;
+        state::pay("nvmlDeviceRegisterEvents");
         check(g, Feature::Events)?;
         if types & !SUPPORTED_EVENTS != 0 {
             return Err(NOT_SUPPORTED);
@@ -1783,8 +1957,12 @@ pub unsafe extern "C" fn nvmlEventSetWait_v2(
             return Err(INVALID_ARGUMENT);
         }
         let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
+        let mut unpaid = true;
         loop {
             let fixture = state::snapshot()?;
+            if std::mem::take(&mut unpaid) {
+                state::pay("nvmlEventSetWait_v2");
+            }
             if let Some((gpu, xid)) = next_xid(&fixture, set as usize)? {
                 let event = nvmlEventData_t {
                     device: state::handle(gpu),

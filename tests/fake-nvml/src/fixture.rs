@@ -38,8 +38,126 @@ pub struct Fixture {
     /// this long first: a driver whose global lock is held.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hang_ms: u64,
+    /// How long each call takes, as on real hardware (`"h200"` or a [`Costs`] object).
+    /// Absent: every call answers at once (unless `RAILSCOPE_FAKE_NVML_COSTS` says
+    /// otherwise, see [`crate::costs`]).
+    #[serde(default, with = "costs_form", skip_serializing_if = "Option::is_none")]
+    pub costs: Option<Costs>,
     /// The GPUs, index 0 first.
     pub gpus: Vec<Gpu>,
+}
+
+/// What the fake's calls cost: a measured profile, scaled, with exceptions. In a fixture,
+/// the profile's name alone (`"costs": "h200"`) is short for `{"profile": "h200"}`.
+///
+/// A cost is wall time and the CPU time within it: the CPU time is burned on the calling
+/// thread, the rest of the wall time slept (see [`crate::costs`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    /// The measured table.
+    #[serde(default)]
+    pub profile: CostProfile,
+    /// Multiplies every cost the profile gives (not the overrides): 0.1 runs ten times
+    /// faster in the same proportions, 0 leaves only the overrides. At most
+    /// [`Costs::MAX_SCALE`].
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+    /// Per exported NVML function (`nvmlDeviceGetPcieThroughput`): its cost instead of the
+    /// profile's, not scaled.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, CallCost>,
+    /// Per field id of `nvmlDeviceGetFieldValues` (which pays the sum of the ids asked
+    /// for): its cost instead of the profile's, not scaled.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<u32, CallCost>,
+}
+
+impl Costs {
+    /// The largest `scale`.
+    pub const MAX_SCALE: f64 = 1000.0;
+
+    /// Written as the bare profile name when nothing else is set.
+    fn is_plain(&self) -> bool {
+        self.scale == 1.0 && self.overrides.is_empty() && self.fields.is_empty()
+    }
+
+    /// Checks what the types cannot: the scale's range, that every override names a
+    /// function the fake exports, and that every cost is a sane duration.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=Self::MAX_SCALE).contains(&self.scale) {
+            return Err(format!(
+                "scale: {} is not between 0 and {}",
+                self.scale,
+                Self::MAX_SCALE
+            ));
+        }
+        for (name, cost) in &self.overrides {
+            if !crate::costs::is_call(name) {
+                return Err(format!(
+                    "overrides: {name:?} is not an NVML function the fake exports"
+                ));
+            }
+            cost.validate()
+                .map_err(|e| format!("overrides.{name}: {e}"))?;
+        }
+        for (id, cost) in &self.fields {
+            cost.validate().map_err(|e| format!("fields.{id}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Self::from(CostProfile::default())
+    }
+}
+
+impl From<CostProfile> for Costs {
+    fn from(profile: CostProfile) -> Self {
+        Self {
+            profile,
+            scale: 1.0,
+            overrides: BTreeMap::new(),
+            fields: BTreeMap::new(),
+        }
+    }
+}
+
+/// A measured cost table (`tests/fake-nvml/src/costs/`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CostProfile {
+    /// One NVIDIA H200, driver 580.159.04 (`shared/reference/h200-nvml/nvml-profile.json`).
+    #[default]
+    H200,
+}
+
+/// One call's cost, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallCost {
+    /// From entry to return; the part beyond `cpu_us` is slept.
+    #[serde(default)]
+    pub wall_us: f64,
+    /// Burned on the calling thread.
+    #[serde(default)]
+    pub cpu_us: f64,
+}
+
+impl CallCost {
+    /// The longest cost: one minute.
+    pub const MAX_US: f64 = 60e6;
+
+    fn validate(&self) -> Result<(), String> {
+        for (what, v) in [("wall_us", self.wall_us), ("cpu_us", self.cpu_us)] {
+            if !(0.0..=Self::MAX_US).contains(&v) {
+                return Err(format!("{what}: {v} is not between 0 and {}", Self::MAX_US));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One GPU.
@@ -536,6 +654,9 @@ impl Fixture {
         if self.gpus.len() > crate::MAX_GPUS {
             return Err(format!("at most {} GPUs", crate::MAX_GPUS));
         }
+        if let Some(costs) = &self.costs {
+            costs.validate().map_err(|e| format!("costs.{e}"))?;
+        }
         for (i, gpu) in self.gpus.iter().enumerate() {
             let at = |what: &str, e: String| format!("gpus[{i}].{what}: {e}");
             parse_bus_id(&gpu.pci.bus_id).map_err(|e| at("pci.bus_id", e))?;
@@ -635,6 +756,14 @@ fn is_false(v: &bool) -> bool {
     !*v
 }
 
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
 /// A number written as JSON number or `"0x…"` string.
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -685,6 +814,50 @@ mod hex64 {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         super::HexOrNum::deserialize(d)?.value::<D::Error>()
+    }
+}
+
+/// `costs`: a profile name or a [`Costs`] object (whose unknown keys stay errors).
+mod costs_form {
+    use std::fmt;
+
+    use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{CostProfile, Costs};
+
+    pub fn serialize<S: Serializer>(v: &Option<Costs>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(c) if c.is_plain() => c.profile.serialize(s),
+            Some(c) => c.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Costs>, D::Error> {
+        d.deserialize_any(Form)
+    }
+
+    struct Form;
+
+    impl<'de> Visitor<'de> for Form {
+        type Value = Option<Costs>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a cost profile name (\"h200\") or a costs object")
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            CostProfile::deserialize(v.into_deserializer()).map(|p| Some(Costs::from(p)))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            Costs::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
     }
 }
 
@@ -769,7 +942,7 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|e| e == "json"))
             .collect();
         names.sort();
-        assert_eq!(names.len(), 5, "{names:?}");
+        assert_eq!(names.len(), 6, "{names:?}");
         for path in names {
             let f = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
             let text = serde_json::to_string(&f).unwrap();
@@ -780,6 +953,60 @@ mod tests {
             let name = path.file_name().unwrap().to_str().unwrap();
             assert!(readme.contains(name), "{name} is not in fixtures/README.md");
         }
+    }
+
+    #[test]
+    fn costs_in_short_and_long_form() {
+        let parse = |costs: &str| {
+            serde_json::from_str::<Fixture>(&format!(
+                r#"{{"driver_version": "580.159.04", "nvml_version": "13.580.159.04",
+                    "cuda_driver_version": 13000, "costs": {costs}, "gpus": []}}"#
+            ))
+        };
+        let short = parse(r#""h200""#).unwrap();
+        assert_eq!(short.costs, Some(Costs::default()));
+        let text = serde_json::to_string(&short).unwrap();
+        assert!(text.contains(r#""costs":"h200""#), "{text}");
+        assert_eq!(parse("null").unwrap().costs, None);
+
+        let long = parse(
+            r#"{"profile": "h200", "scale": 0.5,
+                "overrides": {"nvmlDeviceGetPcieThroughput": {"wall_us": 21000, "cpu_us": 50}},
+                "fields": {"83": {"cpu_us": 4300}}}"#,
+        )
+        .unwrap();
+        long.validate().unwrap();
+        let costs = long.costs.clone().unwrap();
+        assert_eq!(costs.scale, 0.5);
+        assert_eq!(
+            costs.overrides["nvmlDeviceGetPcieThroughput"],
+            CallCost {
+                wall_us: 21000.0,
+                cpu_us: 50.0
+            }
+        );
+        assert_eq!(costs.fields[&83].wall_us, 0.0);
+        let back: Fixture = serde_json::from_str(&serde_json::to_string(&long).unwrap()).unwrap();
+        assert_eq!(back, long);
+
+        // Typos are load errors that name what is wrong.
+        let err = |costs: &str| parse(costs).unwrap_err().to_string();
+        assert!(err(r#""h100""#).contains("h200"), "{}", err(r#""h100""#));
+        assert!(err(r#"{"overides": {}}"#).contains("overides"));
+        assert!(err(r#"{"fields": {"83": {"cpu_ms": 1}}}"#).contains("cpu_ms"));
+        assert!(err("7").contains("cost profile name"));
+        let invalid = |costs: &str| parse(costs).unwrap().validate().unwrap_err();
+        let e = invalid(r#"{"overrides": {"nvmlDeviceGetViolationStatus": {"wall_us": 1}}}"#);
+        assert!(
+            e.starts_with("costs.overrides") && e.contains("ViolationStatus"),
+            "{e}"
+        );
+        assert!(invalid(r#"{"scale": -1}"#).starts_with("costs.scale"));
+        assert!(invalid(r#"{"scale": 1e9}"#).starts_with("costs.scale"));
+        let e = invalid(r#"{"fields": {"83": {"cpu_us": -5}}}"#);
+        assert!(e.starts_with("costs.fields.83: cpu_us"), "{e}");
+        let e = invalid(r#"{"overrides": {"nvmlInit_v2": {"wall_us": 1e300}}}"#);
+        assert!(e.starts_with("costs.overrides.nvmlInit_v2: wall_us"), "{e}");
     }
 
     #[test]

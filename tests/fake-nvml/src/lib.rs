@@ -25,6 +25,17 @@
 //! `xid_events` (delivered once each through `nvmlEventSetWait_v2`). Faults for the
 //! whole library: `init_error`, `hang_ms`.
 //!
+//! # Costs
+//!
+//! Off by default, every call answers in microseconds. With the fixture's `costs` key
+//! (`"costs": "h200"`) or [`costs::COSTS_ENV`] (`RAILSCOPE_FAKE_NVML_COSTS=h200`), each
+//! call takes as long as it does on a real H200 (driver 580.159.04): its CPU time burned on
+//! the calling thread, the rest of its wall time slept (`nvmlDeviceGetPcieThroughput`
+//! ~21 ms, `nvmlDeviceGetMaxClockInfo` 1.7 ms of CPU, …), so a benchmark of railscope
+//! against the fake shows what a real node pays. The table and how it is derived:
+//! [`costs`]. Costs are paid after a GPU's `hang_ms` and `lost` check, which stay
+//! separate.
+//!
 //! # One process, several fixtures
 //!
 //! `dlopen` of the same path returns the same loaded copy, with one state. A Rust cdylib
@@ -52,6 +63,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod costs;
 mod exports;
 pub mod fixture;
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! Property tests of the fixture reader: arbitrary and mangled JSON never panics the loader,
 //! the value parsers (bus ids, cpulists, UUIDs, hex numbers) give back what was rendered,
-//! and a fixture survives a save and load unchanged whatever its values.
+//! and a fixture survives a save and load unchanged whatever its values (costs included).
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-use crate::fixture::{FieldOverride, FieldType, Fixture, parse_bus_id, parse_cpulist, parse_uuid};
+use crate::fixture::{
+    CallCost, Costs, FieldOverride, FieldType, Fixture, parse_bus_id, parse_cpulist, parse_uuid,
+};
 
 fn config(cases: u32) -> Config {
     Config {
@@ -141,6 +143,41 @@ proptest! {
         let back: Fixture = serde_json::from_str(&text).unwrap();
         prop_assert!(back == fixture, "{:?}",
             (&back.gpus[0].name, back.gpus[0].clock_event_reasons, back.gpus[0].pci.device_id, back.gpus[0].fields.last()));
+    }
+
+    /// A fixture's `costs` survive `save` and `load` in either form, and any in-range
+    /// values validate.
+    #[test]
+    fn costs_round_trip_through_json(
+        scale in 0.0..=Costs::MAX_SCALE,
+        wall_us in 0.0..=CallCost::MAX_US,
+        cpu_us in 0.0..=CallCost::MAX_US,
+        id in any::<u32>(),
+        which in any::<prop::sample::Index>(),
+        plain in any::<bool>(),
+    ) {
+        let names: Vec<&str> = crate::EXPORTED_SYMBOLS
+            .iter()
+            .copied()
+            .filter(|n| n.starts_with("nvml"))
+            .collect();
+        let mut fixture: Fixture = serde_json::from_str(&shipped()[0]).unwrap();
+        fixture.gpus.clear();
+        let cost = CallCost { wall_us, cpu_us };
+        fixture.costs = Some(if plain {
+            Costs::default()
+        } else {
+            Costs {
+                scale,
+                overrides: [(names[which.index(names.len())].to_owned(), cost)].into(),
+                fields: [(id, cost)].into(),
+                ..Costs::default()
+            }
+        });
+        prop_assert_eq!(fixture.validate(), Ok(()));
+        let text = serde_json::to_string_pretty(&fixture).unwrap();
+        let back: Fixture = serde_json::from_str(&text).unwrap();
+        prop_assert_eq!(back, fixture);
     }
 
     /// Hex numbers are read from a JSON number, `0x…` or `0X…` alike.

@@ -1,13 +1,14 @@
 //! The library's process-wide state: init refcount, the loaded fixture (re-read when the
-//! file changes), device handles and event sets.
+//! file changes) and the cost model it runs under, device handles and event sets.
 //!
-//! One `Mutex` guards it, and it is **never held while a call sleeps** (`hang_ms`): a call
-//! takes a snapshot (`Arc<Fixture>`) under the lock, releases it, then sleeps and answers
-//! from the snapshot, so a hung GPU does not hold up the others.
+//! One `Mutex` guards it, and it is **never held while a call sleeps or pays its cost**
+//! (`hang_ms`, [`crate::costs`]): a call takes a snapshot (`Arc<Fixture>`) under the lock,
+//! releases it, then sleeps and answers from the snapshot, so a hung or slow GPU does not
+//! hold up the others.
 
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -19,6 +20,7 @@ use nvml_wrapper_sys::bindings::{
     nvmlReturn_enum_NVML_ERROR_UNKNOWN as UNKNOWN, nvmlReturn_t,
 };
 
+use crate::costs::{self, Model};
 use crate::fixture::{Fixture, Gpu};
 use crate::{FIXTURE_ENV, MAX_GPUS};
 
@@ -44,12 +46,19 @@ pub(crate) struct EventSet {
     pub delivered: HashSet<(usize, usize)>,
 }
 
+/// A fixture as last read, and the costs it runs under (`None`: calls are free).
+struct Loaded {
+    key: FileKey,
+    fixture: Arc<Fixture>,
+    costs: Option<Arc<Model>>,
+}
+
 #[derive(Default)]
 struct State {
     init_count: u32,
     /// Set by `railscopeFakeNvmlSetFixture`; wins over the environment variable.
     override_path: Option<PathBuf>,
-    loaded: Option<(FileKey, Arc<Fixture>)>,
+    loaded: Option<Loaded>,
     /// The last load error printed, so a broken file is reported once, not per call.
     last_error: Option<String>,
     /// Event sets by address; the `Box` gives each a unique, stable address.
@@ -81,6 +90,24 @@ fn fixture_path(state: &State) -> Option<PathBuf> {
         .or_else(|| std::env::var_os(FIXTURE_ENV).map(PathBuf::from))
 }
 
+/// The fixture as last loaded, if any.
+fn previous(state: &State) -> Result<Arc<Fixture>, Ret> {
+    state
+        .loaded
+        .as_ref()
+        .map(|l| l.fixture.clone())
+        .ok_or(UNKNOWN)
+}
+
+/// Reads, validates and prices a fixture file (the cost model depends on the environment
+/// as it is now).
+fn load(path: &Path) -> Result<(Fixture, Option<Model>), String> {
+    let fixture = Fixture::load(path).map_err(|e| e.to_string())?;
+    let costs =
+        Model::for_fixture(&fixture).map_err(|e| format!("fixture {}: {e}", path.display()))?;
+    Ok((fixture, costs))
+}
+
 /// Re-reads the fixture if its file changed. A file that fails to load keeps the previous
 /// fixture (a writer caught mid-write) and is reported on stderr once.
 fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
@@ -104,24 +131,28 @@ fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
                 state,
                 format!("failed to read fixture {}: {e}", path.display()),
             );
-            return state.loaded.as_ref().map(|(_, f)| f.clone()).ok_or(UNKNOWN);
+            return previous(state);
         }
     };
-    if let Some((old, fixture)) = &state.loaded
-        && *old == key
+    if let Some(loaded) = &state.loaded
+        && loaded.key == key
     {
-        return Ok(fixture.clone());
+        return Ok(loaded.fixture.clone());
     }
-    match Fixture::load(&path) {
-        Ok(fixture) => {
+    match load(&path) {
+        Ok((fixture, costs)) => {
             let fixture = Arc::new(fixture);
-            state.loaded = Some((key, fixture.clone()));
+            state.loaded = Some(Loaded {
+                key,
+                fixture: fixture.clone(),
+                costs: costs.map(Arc::new),
+            });
             state.last_error = None;
             Ok(fixture)
         }
         Err(e) => {
-            report(state, e.to_string());
-            state.loaded.as_ref().map(|(_, f)| f.clone()).ok_or(UNKNOWN)
+            report(state, e);
+            previous(state)
         }
     }
 }
@@ -142,8 +173,8 @@ pub(crate) fn set_override(path: Option<PathBuf>) {
     state.last_error = None;
 }
 
-/// `nvmlInit*`: loads the fixture and counts the init.
-pub(crate) fn init() -> Result<(), Ret> {
+/// `nvmlInit*` (named `call`): loads the fixture and counts the init.
+pub(crate) fn init(call: &'static str) -> Result<(), Ret> {
     let fixture = {
         let mut state = lock();
         refresh(&mut state)?
@@ -152,19 +183,42 @@ pub(crate) fn init() -> Result<(), Ret> {
     if let Some(code) = fixture.init_error {
         return Err(code);
     }
-    let mut state = lock();
-    state.init_count = state.init_count.saturating_add(1);
+    {
+        let mut state = lock();
+        state.init_count = state.init_count.saturating_add(1);
+    }
+    pay(call);
     Ok(())
 }
 
 /// `nvmlShutdown`: one init fewer; `UNINITIALIZED` when there was none.
 pub(crate) fn shutdown() -> Result<(), Ret> {
-    let mut state = lock();
-    if state.init_count == 0 {
-        return Err(UNINITIALIZED);
+    {
+        let mut state = lock();
+        if state.init_count == 0 {
+            return Err(UNINITIALIZED);
+        }
+        state.init_count -= 1;
     }
-    state.init_count -= 1;
+    pay("nvmlShutdown");
     Ok(())
+}
+
+/// Pays `call`'s cost under the loaded fixture's model, without holding the lock.
+pub(crate) fn pay(call: &'static str) {
+    let model = costs_now();
+    costs::pay(model.as_deref(), call);
+}
+
+/// Pays for reading these field ids (`nvmlDeviceGetFieldValues`, on top of its own cost).
+pub(crate) fn pay_fields(ids: impl IntoIterator<Item = u32>) {
+    if let Some(model) = costs_now() {
+        costs::spend(model.fields(ids));
+    }
+}
+
+fn costs_now() -> Option<Arc<Model>> {
+    lock().loaded.as_ref().and_then(|l| l.costs.clone())
 }
 
 /// The current fixture for a call: checks init, re-reads a changed file, then sleeps the
@@ -215,8 +269,10 @@ pub(crate) fn gate(gpu: &Gpu) -> Result<(), Ret> {
     Ok(())
 }
 
-/// A call on one device: snapshot, handle check, hang and loss, then `f`.
+/// A call (named `call`, for its cost) on one device: snapshot, handle check, hang and
+/// loss, the call's cost, then `f`.
 pub(crate) fn with_gpu<T>(
+    call: &'static str,
     device: nvmlDevice_t,
     f: impl FnOnce(&Gpu, &Fixture) -> Result<T, Ret>,
 ) -> Result<T, Ret> {
@@ -224,6 +280,7 @@ pub(crate) fn with_gpu<T>(
     let index = index_of(device, &fixture)?;
     let gpu = &fixture.gpus[index];
     gate(gpu)?;
+    pay(call);
     f(gpu, &fixture)
 }
 

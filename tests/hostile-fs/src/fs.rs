@@ -309,6 +309,12 @@ impl Filesystem for HostileFs {
         let real = || std::fs::read(self.real(&path));
         match rules.action(&path) {
             Some(Action::ReadErrno(errno)) => reply.error(Errno::from_i32(*errno)),
+            // kernfs fails both the open and the reads of a file already open once its node
+            // is deactivated (`kernfs_get_active`); other open errnos (permissions) do not
+            // reach a file that is already open.
+            Some(Action::OpenErrno(errno)) if *errno == Errno::ENODEV.code() => {
+                reply.error(Errno::from_i32(*errno))
+            }
             Some(Action::Garbage) => reply.data(slice(&garbage(&path), offset, size)),
             Some(Action::Big(len)) => match real() {
                 Ok(unit) => reply.data(&repeated(

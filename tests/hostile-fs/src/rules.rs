@@ -12,7 +12,8 @@ use std::time::Duration;
 /// What a covered path does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// `open-errno ERRNO`: opening a covered file fails with ERRNO.
+    /// `open-errno ERRNO`: opening a covered file fails with ERRNO; with ENODEV, reads of a
+    /// file opened before fail too (kernfs deactivates the node: both fail).
     OpenErrno(i32),
     /// `read-errno ERRNO`: opening succeeds, reading fails with ERRNO (sysfs' EINVAL from a
     /// PMA counter, EIO from a dead firmware, ENODEV from a removed device).

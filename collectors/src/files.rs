@@ -1,0 +1,396 @@
+//! The real file system, with attribute files kept open and listings of what does not change
+//! remembered: the agent's [`Fs`].
+//!
+//! sysfs runs an attribute's `show()` on every read at offset 0 of an open file
+//! (`fs/kernfs/file.c`, `kernfs_fop_read_iter` → `seq_read_iter`, which starts over when the
+//! position is 0), so a file opened once and re-read with `pread(fd, buf, 0)` gives a fresh
+//! value every scrape for one system call instead of three (`openat`, `read`, `close`) plus
+//! the path walk. [`KeptOpenFs`]:
+//!
+//! * keeps each attribute file it reads open, and reads it with one `pread` at offset 0 into a
+//!   buffer larger than any attribute (an attribute is at most a page; a file that fills the
+//!   buffer is refused with `EFBIG`, as before);
+//! * drops a kept file when a read says its device changed (`ENODEV`, `ENOENT`, `ESTALE`,
+//!   `EBADF`: kernfs answers `ENODEV` on an open file whose device was removed) and opens the
+//!   path again once; outside a kernel file system (a fixture tree, a FUSE mirror) a kept
+//!   file whose inode was unlinked or replaced is also dropped, since only sysfs and procfs
+//!   guarantee that an open file follows its path;
+//! * forgets every kept file that was not read for [`FORGET_AFTER`] (a netdev or device that
+//!   went away), and never keeps more than [`KeptOpenFs::capacity`] files (past it, reads
+//!   open and close as before), so the descriptor count stays bounded
+//!   (`railscope_open_files_kept`);
+//! * raises the process's soft `RLIMIT_NOFILE` to its hard limit at start (as Go's runtime
+//!   does for every Go exporter since Go 1.19) and keeps at most half of it.
+//!
+//! Listings, links and path resolution go straight to the kernel: in sysfs they never reach a
+//! driver and cost one system call each.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::fs::{DirEntry, Fs, MAX_ATTRIBUTE_BYTES, RealFs, Roots};
+
+/// A kept file not read for this long is closed.
+pub const FORGET_AFTER: Duration = Duration::from_secs(120);
+
+/// The most files kept open, whatever the descriptor limit allows.
+const MAX_KEPT: usize = 16_384;
+
+/// How often the kept files are swept for ones not read lately.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// `statfs` magic numbers of the kernel file systems whose open files follow their path.
+const SYSFS_MAGIC: i64 = 0x6265_6572;
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
+#[derive(Debug)]
+struct Kept {
+    file: Arc<File>,
+    /// Seconds after the epoch of this file system when it was last read.
+    used: AtomicU64,
+}
+
+/// The agent's file system; see the module docs.
+#[derive(Debug)]
+pub struct KeptOpenFs {
+    kept: Mutex<HashMap<PathBuf, Kept>>,
+    capacity: usize,
+    /// Roots on a kernel file system (sysfs, procfs): their open files follow their path.
+    kernel_roots: Vec<PathBuf>,
+    epoch: Instant,
+    last_sweep: AtomicU64,
+    opened: AtomicU64,
+}
+
+impl KeptOpenFs {
+    /// Keeps files open under `roots`, at most `capacity` of them.
+    pub fn with_capacity(roots: &Roots, capacity: usize) -> Self {
+        let kernel_roots = [&roots.sysfs, &roots.procfs]
+            .into_iter()
+            .filter(|root| is_kernel_fs(root))
+            .cloned()
+            .collect();
+        KeptOpenFs {
+            kept: Mutex::new(HashMap::new()),
+            capacity: capacity.min(MAX_KEPT),
+            kernel_roots,
+            epoch: Instant::now(),
+            last_sweep: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+        }
+    }
+
+    /// Keeps files open under `roots`, as many as half the descriptor limit (raised to its
+    /// hard limit first) allows.
+    pub fn new(roots: &Roots) -> Self {
+        let limit = raise_nofile_limit();
+        Self::with_capacity(roots, usize::try_from(limit / 2).unwrap_or(MAX_KEPT))
+    }
+
+    /// The most files it keeps open.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many files it keeps open now.
+    pub fn kept(&self) -> usize {
+        lock(&self.kept).len()
+    }
+
+    /// How many times a file was opened (rather than re-read while kept), since start.
+    pub fn opened_total(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_secs()
+    }
+
+    /// Whether an open file of `path` may have stopped following it.
+    fn must_check(&self, path: &Path) -> bool {
+        !self.kernel_roots.iter().any(|root| path.starts_with(root))
+    }
+
+    fn take_kept(&self, path: &Path) -> Option<Arc<File>> {
+        let kept = lock(&self.kept);
+        let entry = kept.get(path)?;
+        entry.used.store(self.now(), Ordering::Relaxed);
+        Some(Arc::clone(&entry.file))
+    }
+
+    fn forget(&self, path: &Path) {
+        lock(&self.kept).remove(path);
+    }
+
+    fn keep(&self, path: &Path, file: File) {
+        let now = self.now();
+        let mut kept = lock(&self.kept);
+        let last = self.last_sweep.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= SWEEP_EVERY.as_secs() {
+            self.last_sweep.store(now, Ordering::Relaxed);
+            let forget = FORGET_AFTER.as_secs();
+            kept.retain(|_, k| now.saturating_sub(k.used.load(Ordering::Relaxed)) < forget);
+        }
+        if kept.len() < self.capacity {
+            kept.insert(
+                path.to_path_buf(),
+                Kept {
+                    file: Arc::new(file),
+                    used: AtomicU64::new(now),
+                },
+            );
+        }
+    }
+}
+
+/// Whether `err` says that an open file no longer stands for its path.
+fn is_changed(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::ENODEV | libc::ENOENT | libc::ESTALE | libc::EBADF)
+    )
+}
+
+/// One `pread` at offset 0 of a whole attribute. A file that cannot seek (a pipe: never in
+/// sysfs, but a test or a mirror may have one) is read in sequence instead.
+fn read_whole(file: &File) -> io::Result<Vec<u8>> {
+    let size = usize::try_from(MAX_ATTRIBUTE_BYTES).unwrap_or(usize::MAX) + 1;
+    let mut buf = vec![0; size];
+    let n = loop {
+        match file.read_at(&mut buf, 0) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) if err.raw_os_error() == Some(libc::ESPIPE) => {
+                return read_in_sequence(file);
+            }
+            other => break other?,
+        }
+    };
+    if n >= size {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    }
+    buf.truncate(n);
+    buf.shrink_to_fit();
+    Ok(buf)
+}
+
+fn read_in_sequence(mut file: &File) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    (&mut file)
+        .take(MAX_ATTRIBUTE_BYTES + 1)
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > MAX_ATTRIBUTE_BYTES {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    }
+    Ok(buf)
+}
+
+impl Fs for KeptOpenFs {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        if let Some(file) = self.take_kept(path) {
+            match read_whole(&file) {
+                Ok(bytes) => {
+                    // Outside sysfs a file can be replaced under its path; the kept one then
+                    // has no link left.
+                    let replaced =
+                        self.must_check(path) && file.metadata().map_or(true, |m| m.nlink() == 0);
+                    if !replaced {
+                        return Ok(bytes);
+                    }
+                    self.forget(path);
+                }
+                Err(err) if is_changed(&err) => self.forget(path),
+                Err(err) => return Err(err),
+            }
+        }
+        let file = File::open(path)?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        let bytes = read_whole(&file)?;
+        if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+            self.keep(path, file);
+        }
+        Ok(bytes)
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        RealFs.read_dir(path)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        RealFs.read_link(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        RealFs.exists(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        RealFs.canonicalize(path)
+    }
+
+    fn files_kept(&self) -> Option<usize> {
+        Some(self.kept())
+    }
+}
+
+/// Whether `path` is on sysfs or procfs.
+fn is_kernel_fs(path: &Path) -> bool {
+    nix_statfs_magic(path).is_some_and(|m| m == SYSFS_MAGIC || m == PROC_SUPER_MAGIC)
+}
+
+#[allow(unsafe_code)]
+fn nix_statfs_magic(path: &Path) -> Option<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut buf = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `buf` is a properly sized, writable statfs.
+    let rc = unsafe { libc::statfs(c.as_ptr(), buf.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statfs returned 0, so it filled `buf`.
+    let buf = unsafe { buf.assume_init() };
+    #[allow(clippy::unnecessary_cast)]
+    Some(buf.f_type as i64)
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (once per process) and returns the
+/// soft limit in force.
+#[allow(unsafe_code)]
+pub fn raise_nofile_limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `lim` is a valid, writable rlimit.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            return 1024;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            // SAFETY: `raised` is a valid rlimit no higher than the hard limit.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+        lim.rlim_cur
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fs_in(dir: &Path, capacity: usize) -> KeptOpenFs {
+        KeptOpenFs::with_capacity(
+            &Roots {
+                sysfs: dir.to_path_buf(),
+                procfs: PathBuf::from("/proc"),
+            },
+            capacity,
+        )
+    }
+
+    #[test]
+    fn a_kept_file_is_read_again_without_opening_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state");
+        std::fs::write(&file, "4: ACTIVE\n").unwrap();
+        let fs = fs_in(dir.path(), 8);
+        assert_eq!(fs.read(&file).unwrap(), b"4: ACTIVE\n");
+        // Changed in place (as an attribute's value changes): the kept file sees it.
+        std::fs::write(&file, "1: DOWN\n").unwrap();
+        assert_eq!(fs.read(&file).unwrap(), b"1: DOWN\n");
+        assert_eq!(fs.read(&file).unwrap(), b"1: DOWN\n");
+        assert_eq!(fs.opened_total(), 1);
+        assert_eq!(fs.kept(), 1);
+    }
+
+    #[test]
+    fn a_replaced_or_removed_file_is_not_read_through_its_old_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rate");
+        std::fs::write(&file, "400 Gb/sec (4X NDR)\n").unwrap();
+        let fs = fs_in(dir.path(), 8);
+        fs.read(&file).unwrap();
+        let tmp = dir.path().join("rate.new");
+        std::fs::write(&tmp, "200 Gb/sec (2X NDR)\n").unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+        assert_eq!(fs.read(&file).unwrap(), b"200 Gb/sec (2X NDR)\n");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(fs.read(&file).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(fs.kept(), 0, "the removed file is forgotten");
+    }
+
+    #[test]
+    fn files_past_the_capacity_are_read_but_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = fs_in(dir.path(), 2);
+        for i in 0..5 {
+            let file = dir.path().join(format!("f{i}"));
+            std::fs::write(&file, format!("{i}\n")).unwrap();
+            assert_eq!(fs.read(&file).unwrap(), format!("{i}\n").into_bytes());
+        }
+        assert_eq!(fs.kept(), 2);
+    }
+
+    #[test]
+    fn files_not_read_for_a_while_are_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file system whose clock reads well past FORGET_AFTER.
+        let fs = KeptOpenFs {
+            epoch: Instant::now()
+                .checked_sub(FORGET_AFTER + SWEEP_EVERY)
+                .expect("the monotonic clock runs longer than three minutes"),
+            ..fs_in(dir.path(), 8)
+        };
+        let old = dir.path().join("old");
+        std::fs::write(&old, "1\n").unwrap();
+        fs.read(&old).unwrap();
+        // Last read at the epoch, and no sweep since: the next file kept sweeps it away.
+        for k in lock(&fs.kept).values() {
+            k.used.store(0, Ordering::Relaxed);
+        }
+        fs.last_sweep.store(0, Ordering::Relaxed);
+        let new = dir.path().join("new");
+        std::fs::write(&new, "2\n").unwrap();
+        fs.read(&new).unwrap();
+        assert_eq!(fs.kept(), 1, "only the file read lately is kept");
+        assert!(lock(&fs.kept).contains_key(&new));
+    }
+
+    #[test]
+    fn a_file_that_fills_the_buffer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("big");
+        std::fs::write(&file, vec![b'x'; MAX_ATTRIBUTE_BYTES as usize + 10]).unwrap();
+        let fs = fs_in(dir.path(), 8);
+        assert_eq!(
+            fs.read(&file).unwrap_err().raw_os_error(),
+            Some(libc::EFBIG)
+        );
+    }
+
+    #[test]
+    fn proc_is_a_kernel_file_system() {
+        assert!(is_kernel_fs(Path::new("/proc")));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_kernel_fs(dir.path()));
+        assert!(raise_nofile_limit() >= 64);
+    }
+}
