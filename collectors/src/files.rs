@@ -160,23 +160,31 @@ fn is_changed(err: &io::Error) -> bool {
 /// One `pread` at offset 0 of a whole attribute. A file that cannot seek (a pipe: never in
 /// sysfs, but a test or a mirror may have one) is read in sequence instead.
 fn read_whole(file: &File) -> io::Result<Vec<u8>> {
-    let size = usize::try_from(MAX_ATTRIBUTE_BYTES).unwrap_or(usize::MAX) + 1;
-    let mut buf = vec![0; size];
-    let n = loop {
-        match file.read_at(&mut buf, 0) {
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) if err.raw_os_error() == Some(libc::ESPIPE) => {
-                return read_in_sequence(file);
-            }
-            other => break other?,
-        }
-    };
-    if n >= size {
-        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    thread_local! {
+        // One buffer larger than any attribute per reading thread, so a read allocates only
+        // what the attribute holds.
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    buf.truncate(n);
-    buf.shrink_to_fit();
-    Ok(buf)
+    let size = usize::try_from(MAX_ATTRIBUTE_BYTES).unwrap_or(usize::MAX) + 1;
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        if buf.len() < size {
+            buf.resize(size, 0);
+        }
+        let n = loop {
+            match file.read_at(&mut buf[..size], 0) {
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) if err.raw_os_error() == Some(libc::ESPIPE) => {
+                    return read_in_sequence(file);
+                }
+                other => break other?,
+            }
+        };
+        if n >= size {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
+        Ok(buf[..n].to_vec())
+    })
 }
 
 fn read_in_sequence(mut file: &File) -> io::Result<Vec<u8>> {

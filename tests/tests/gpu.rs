@@ -1,6 +1,9 @@
 //! The `gpu` source against the fake NVML library (`tests/fake-nvml`): golden expositions per
 //! fixture, a hung GPU that costs only its own series within the deadline, a lost GPU, XID
-//! counts per code, and faults injected mid-run showing in the next scrape.
+//! counts per code, and faults injected mid-run showing in the next scrape; static values read
+//! once and again when a GPU comes back, PCIe traffic from the background sampler (byte
+//! counters over their wraps, the throughput sample elsewhere, a sampler call that hangs), and
+//! `scripts/gpu-check` against a fake `nvidia-smi`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nvidia_ml_fake::fixture::Fixture;
+use nvidia_ml_fake::fixture::{FieldOverride, FieldType, Fixture};
 use railscope_tests::{
-    Sample, binary, find, free_port, get, normalize, parse_samples, promtool_check_metrics, value,
-    workspace,
+    Agent, Sample, binary, find, free_port, get, normalize, parse_samples, promtool_check_metrics,
+    value, workspace,
 };
 
 fn fake_library() -> PathBuf {
@@ -384,4 +387,416 @@ fn a_node_without_nvml_reports_no_gpu_and_no_error() {
     );
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(log.matches("Subsystem not present").count(), 1, "{log}");
+}
+
+/// A copy of fixture `name` in `dir` that the test may change while the agent runs.
+fn live_fixture(dir: &Path, name: &str) -> (PathBuf, Fixture) {
+    let live = dir.join("live.json");
+    let f = Fixture::load(&fixture(name)).unwrap();
+    f.save(&live).unwrap();
+    (live, f)
+}
+
+fn scrape_samples(agent: &GpuAgent) -> Vec<Sample> {
+    parse_samples(&agent.scrape("5").0)
+}
+
+#[test]
+fn static_values_are_read_once_and_again_when_a_gpu_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, mut f) = live_fixture(dir.path(), "h100-sxm-8gpu.json");
+    let agent = GpuAgent::start(&live, &[]);
+    let max_sm = |s: &[Sample]| {
+        value(
+            s,
+            "railscope_gpu_clock_max_hertz",
+            &[("gpu", "0"), ("clock", "sm")],
+        )
+    };
+    let s = scrape_samples(&agent);
+    assert_eq!(max_sm(&s), 1980e6);
+    assert_eq!(
+        value(
+            &s,
+            "railscope_gpu_pcie_link_max_width_lanes",
+            &[("gpu", "0")]
+        ),
+        16.0
+    );
+    assert_eq!(
+        value(&s, "railscope_gpu_pcie_replays_total", &[("gpu", "0")]),
+        0.0
+    );
+
+    // The static values change under the agent (they cannot on a real GPU while the
+    // driver is loaded), and so do a moving one and the replay counter.
+    f.gpus[0].max_clocks_mhz.as_mut().unwrap().sm = 1755;
+    f.gpus[0].pcie.as_mut().unwrap().max_width = 8;
+    f.gpus[0].pcie.as_mut().unwrap().replay_counter = 7;
+    f.gpus[0].temperature_c = Some(77);
+    f.save(&live).unwrap();
+    poll(
+        &agent,
+        |s| value(s, "railscope_gpu_temperature_celsius", &[("gpu", "0")]) == 77.0,
+        "the new temperature",
+    );
+    for _ in 0..3 {
+        let s = scrape_samples(&agent);
+        assert_eq!(max_sm(&s), 1980e6, "max clock read again");
+        assert_eq!(
+            value(
+                &s,
+                "railscope_gpu_pcie_link_max_width_lanes",
+                &[("gpu", "0")]
+            ),
+            16.0,
+            "max width read again"
+        );
+        assert_eq!(
+            value(&s, "railscope_gpu_pcie_replays_total", &[("gpu", "0")]),
+            0.0,
+            "replays read again within 30 s"
+        );
+    }
+
+    // Lost, then back (a GPU reset): everything is read again.
+    f.gpus[0].lost = true;
+    f.save(&live).unwrap();
+    poll(
+        &agent,
+        |s| value(s, "railscope_gpu_state", &[("gpu", "0"), ("state", "lost")]) == 1.0,
+        "GPU 0 lost",
+    );
+    f.gpus[0].lost = false;
+    f.save(&live).unwrap();
+    poll(
+        &agent,
+        |s| value(s, "railscope_gpu_up", &[("gpu", "0")]) == 1.0,
+        "GPU 0 back",
+    );
+    let s = scrape_samples(&agent);
+    assert_eq!(max_sm(&s), 1755e6);
+    assert_eq!(
+        value(
+            &s,
+            "railscope_gpu_pcie_link_max_width_lanes",
+            &[("gpu", "0")]
+        ),
+        8.0
+    );
+    assert_eq!(
+        value(&s, "railscope_gpu_pcie_replays_total", &[("gpu", "0")]),
+        7.0
+    );
+    // Other GPUs were not lost: their static values stay as first read.
+    assert_eq!(
+        value(
+            &s,
+            "railscope_gpu_clock_max_hertz",
+            &[("gpu", "1"), ("clock", "sm")]
+        ),
+        1980e6
+    );
+}
+
+fn counter_field(id: u32, value: u64) -> FieldOverride {
+    FieldOverride {
+        id,
+        scope: None,
+        value: value as f64,
+        value_type: FieldType::Uint,
+        error: None,
+    }
+}
+
+#[test]
+fn pcie_byte_counters_are_exported_over_their_wraps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, mut f) = live_fixture(dir.path(), "h100-sxm-8gpu.json");
+    // GPU 0 has the byte counters (fields 197/198, 32-bit as on the H200); TX is near the top.
+    f.gpus[0].fields.push(counter_field(197, 4_294_967_000));
+    f.gpus[0].fields.push(counter_field(198, 1000));
+    f.save(&live).unwrap();
+    let agent = GpuAgent::start(&live, &[]);
+    let (text, _) = agent.scrape("5");
+    promtool_check_metrics(&text);
+    let s = parse_samples(&text);
+    let bytes = |s: &[Sample], dir: &str| {
+        value(
+            s,
+            "railscope_gpu_pcie_bytes_total",
+            &[("gpu", "0"), ("direction", dir)],
+        )
+    };
+    assert_eq!(bytes(&s, "tx"), 4_294_967_000.0, "starts at the counter");
+    assert_eq!(bytes(&s, "rx"), 1000.0);
+    assert!(
+        find(
+            &s,
+            "railscope_gpu_pcie_throughput_bytes_per_second",
+            &[("gpu", "0")]
+        )
+        .is_empty(),
+        "no 20 ms sample where the counters are"
+    );
+    assert!(find(&s, "railscope_gpu_pcie_bytes_total", &[("gpu", "1")]).is_empty());
+    assert_eq!(
+        find(
+            &s,
+            "railscope_gpu_pcie_throughput_bytes_per_second",
+            &[("gpu", "1")]
+        )
+        .len(),
+        2,
+        "GPUs without counters keep the sampled gauge"
+    );
+
+    // TX wraps (1000 bytes on), RX moves 4000: the sampler reads the counters every second.
+    f.gpus[0].fields = vec![counter_field(197, 704), counter_field(198, 5000)];
+    f.save(&live).unwrap();
+    poll(
+        &agent,
+        |s| bytes(s, "tx") == 4_294_968_000.0 && bytes(s, "rx") == 5000.0,
+        "the counters carried over the wrap",
+    );
+}
+
+#[test]
+fn pcie_throughput_is_sampled_on_its_own_cadence() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, mut f) = live_fixture(dir.path(), "h100-sxm-8gpu.json");
+    let agent = GpuAgent::start(&live, &["--collector.gpu.pcie-throughput-interval", "1s"]);
+    let tput = |s: &[Sample]| {
+        value(
+            s,
+            "railscope_gpu_pcie_throughput_bytes_per_second",
+            &[("gpu", "2"), ("direction", "tx")],
+        )
+    };
+    let s = scrape_samples(&agent);
+    let before = tput(&s);
+    assert!(before > 0.0);
+    f.gpus[2].pcie.as_mut().unwrap().tx_kbps = 1234;
+    f.save(&live).unwrap();
+    poll(&agent, |s| tput(s) == 1_234_000.0, "the next sample");
+
+    // 0 turns the sampler off: no PCIe traffic at all.
+    let off = GpuAgent::start(&live, &["--collector.gpu.pcie-throughput-interval", "0"]);
+    let s = scrape_samples(&off);
+    assert!(find(&s, "railscope_gpu_pcie_throughput_bytes_per_second", &[]).is_empty());
+    assert_eq!(value(&s, "railscope_gpu_up", &[("gpu", "2")]), 1.0);
+}
+
+#[test]
+fn an_invalid_pcie_throughput_interval_stops_start_up_naming_the_option() {
+    for bad in ["100ms", "5", "soon"] {
+        let out = Command::new(binary())
+            .args([
+                "--web.listen-address",
+                &format!("127.0.0.1:{}", free_port()),
+                "--collector.disable-defaults",
+                "--collector.gpu",
+                "--collector.gpu.pcie-throughput-interval",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("pcie-throughput-interval"), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn a_sampler_call_that_hangs_costs_its_gpu_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, mut f) = live_fixture(dir.path(), "h100-sxm-8gpu.json");
+    let lib = fake_library();
+    let mut agent = Agent::launch(
+        &[
+            "--collector.disable-defaults",
+            "--collector.gpu",
+            "--collector.gpu.nvml-library",
+            lib.to_str().unwrap(),
+            "--collector.gpu.pcie-throughput-interval",
+            "1s",
+        ],
+        &[("RAILSCOPE_FAKE_NVML", live.as_os_str())],
+    );
+    agent.wait_ready();
+    // GPU 3 wedges between scrapes: the sampler's next call on it hangs 4 s (each call).
+    f.gpus[3].hang_ms = 4000;
+    f.save(&live).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let start = Instant::now();
+    let resp = agent.get("/metrics", &[("X-Prometheus-Scrape-Timeout-Seconds", "3")]);
+    let took = start.elapsed();
+    let s = parse_samples(&resp.text());
+    assert!(
+        took < Duration::from_secs(1),
+        "the scrape asked the wedged GPU again: {took:?}"
+    );
+    assert_eq!(
+        value(
+            &s,
+            "railscope_gpu_state",
+            &[("gpu", "3"), ("state", "timeout")]
+        ),
+        1.0
+    );
+    let info = find(&s, "railscope_gpu_info", &[("gpu", "3")]);
+    assert!(
+        info[0].labels["uuid"].starts_with("GPU-"),
+        "keeps its identity"
+    );
+    for gpu in ["0", "1", "2", "4", "5", "6", "7"] {
+        assert_eq!(
+            value(&s, "railscope_gpu_up", &[("gpu", gpu)]),
+            1.0,
+            "GPU {gpu}"
+        );
+    }
+    assert!(
+        value(
+            &s,
+            "railscope_collector_errors_total",
+            &[("collector", "gpu")]
+        ) >= 1.0
+    );
+    let log = agent.log();
+    let late: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("did not answer in time"))
+        .collect();
+    assert_eq!(late.len(), 1, "{log}");
+    assert!(late[0].contains("gpu3"), "{log}");
+
+    // Unwedged: once the stuck call returns, the GPU is read again.
+    f.gpus[3].hang_ms = 0;
+    f.save(&live).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let s = parse_samples(&agent.scrape());
+        if value(&s, "railscope_gpu_up", &[("gpu", "3")]) == 1.0 {
+            assert_eq!(
+                find(
+                    &s,
+                    "railscope_gpu_pcie_throughput_bytes_per_second",
+                    &[("gpu", "3")]
+                )
+                .len(),
+                2
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "GPU 3 never came back");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(agent.log().contains("answered again"));
+}
+
+/// A fake `nvidia-smi` printing `f`'s values for `--query-gpu=...`, as the real one would
+/// with `--format=csv,noheader,nounits`.
+fn fake_nvidia_smi(dir: &Path, f: &Fixture) -> PathBuf {
+    let mut rows = Vec::new();
+    for (i, g) in f.gpus.iter().enumerate() {
+        let pcie = g.pcie.as_ref().unwrap();
+        let ecc = g.ecc.as_ref().unwrap();
+        let mem = g.memory.as_ref().unwrap();
+        let clocks = g.clocks_mhz.as_ref().unwrap();
+        let fields = [
+            ("index", i.to_string()),
+            ("uuid", g.uuid.clone()),
+            (
+                "utilization.gpu",
+                g.utilization.as_ref().unwrap().gpu.to_string(),
+            ),
+            ("memory.used", (mem.used >> 20).to_string()),
+            ("memory.total", (mem.total >> 20).to_string()),
+            ("temperature.gpu", g.temperature_c.unwrap().to_string()),
+            (
+                "power.draw",
+                format!("{:.2}", f64::from(g.power_usage_mw.unwrap()) / 1000.0),
+            ),
+            (
+                "enforced.power.limit",
+                format!("{:.2}", f64::from(g.power_limit_mw.unwrap()) / 1000.0),
+            ),
+            ("clocks.sm", clocks.sm.to_string()),
+            ("clocks.mem", clocks.mem.to_string()),
+            ("pcie.link.gen.current", pcie.generation.to_string()),
+            ("pcie.link.gen.max", pcie.max_gen.to_string()),
+            ("pcie.link.width.current", pcie.width.to_string()),
+            ("pcie.link.width.max", pcie.max_width.to_string()),
+            (
+                "ecc.errors.corrected.volatile.total",
+                ecc.volatile.corrected.to_string(),
+            ),
+            (
+                "ecc.errors.uncorrected.volatile.total",
+                ecc.volatile.uncorrected.to_string(),
+            ),
+        ];
+        let row: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{k:?}: {v:?}"))
+            .collect();
+        rows.push(format!("{{{}}}", row.join(", ")));
+    }
+    let script = format!(
+        "#!/usr/bin/env python3\nimport sys\nROWS = [\n{}\n]\nquery = [a.split('=', 1)[1] for a in sys.argv[1:] if a.startswith('--query-gpu=')][0]\nfor row in ROWS:\n    print(', '.join(row.get(k, '[N/A]') for k in query.split(',')))\n",
+        rows.join(",\n")
+    );
+    let path = dir.join("nvidia-smi");
+    std::fs::write(&path, script).unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&path, perms).unwrap();
+    path
+}
+
+fn gpu_check(nvidia_smi: &Path, fixture_file: &Path) -> std::process::Output {
+    Command::new(workspace().join("scripts/gpu-check"))
+        .arg(binary())
+        .arg("--nvidia-smi")
+        .arg(nvidia_smi)
+        .args(["--scrapes", "3", "--interval", "0.1", "--"])
+        .arg("--collector.gpu.nvml-library")
+        .arg(fake_library())
+        .env("RAILSCOPE_FAKE_NVML", fixture_file)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn gpu_check_agrees_with_nvidia_smi_and_catches_a_value_that_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = fixture("h100-sxm-8gpu.json");
+    let mut f = Fixture::load(&node).unwrap();
+    let smi = fake_nvidia_smi(dir.path(), &f);
+    let out = gpu_check(&smi, &node);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("every value matches nvidia-smi"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(" ok").count(), 8 * 14, "{stdout}");
+    assert!(stdout.contains("CPU per scrape"), "{stdout}");
+
+    // nvidia-smi sees GPU 3 hotter than railscope does.
+    f.gpus[3].temperature_c = Some(f.gpus[3].temperature_c.unwrap() + 10);
+    let off = dir.path().join("off");
+    std::fs::create_dir(&off).unwrap();
+    let smi = fake_nvidia_smi(&off, &f);
+    let out = gpu_check(&smi, &node);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let bad: Vec<&str> = stdout.lines().filter(|l| l.contains("MISMATCH")).collect();
+    assert_eq!(bad.len(), 1, "{stdout}");
+    assert!(
+        bad[0].starts_with('3') && bad[0].contains("temperature.gpu"),
+        "{stdout}"
+    );
 }

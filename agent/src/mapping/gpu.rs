@@ -207,7 +207,8 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
     vec![ecc, remapped, remap_pending, remap_failure, retired]
 }
 
-/// The GPU's PCIe link as NVML sees it: generation, width, replays and throughput.
+/// The GPU's PCIe link as NVML sees it: generation, width, replays, and traffic (byte
+/// counters where the driver has them, the 20 ms throughput sample elsewhere).
 fn pcie_families(gpus: &[Gpu]) -> Vec<Family> {
     let mut pcie_gen = Family::gauge(
         "railscope_gpu_pcie_link_generation",
@@ -233,6 +234,10 @@ fn pcie_families(gpus: &[Gpu]) -> Vec<Family> {
         "railscope_gpu_pcie_throughput_bytes_per_second",
         "PCIe throughput by direction over NVML's 20 ms sample.",
     );
+    let mut pcie_bytes = Family::counter(
+        "railscope_gpu_pcie_bytes",
+        "PCIe bytes by direction from NVML's byte counters, where the driver has them (railscope_gpu_pcie_throughput_bytes_per_second elsewhere).",
+    );
     for gpu in gpus {
         let g = || gpu_labels(gpu);
         if let Some((cur, max, w, wmax)) = gpu.pcie_link {
@@ -243,6 +248,10 @@ fn pcie_families(gpus: &[Gpu]) -> Vec<Family> {
         }
         if let Some(r) = gpu.pcie_replays {
             replays.push(g(), r);
+        }
+        if let Some((tx, rx)) = gpu.pcie_bytes {
+            pcie_bytes.push(gpu_labels_with(gpu, "direction", "tx"), tx);
+            pcie_bytes.push(gpu_labels_with(gpu, "direction", "rx"), rx);
         }
         if let Some((tx, rx)) = gpu.pcie_throughput_kbps {
             pcie_tput.push(
@@ -262,6 +271,7 @@ fn pcie_families(gpus: &[Gpu]) -> Vec<Family> {
         pcie_width_max,
         replays,
         pcie_tput,
+        pcie_bytes,
     ]
 }
 

@@ -9,31 +9,46 @@
 //! becomes lost or unreadable is logged once when it starts and once when it ends; NVML
 //! calls that fail (other than `NOT_SUPPORTED`) are counted as the collector's errors.
 //!
+//! Cost: a scrape makes only the calls that are cheap on a real driver (2–30 µs each on an
+//! H200, `shared/reference/h200-nvml/nvml-profile.json`). The rest is kept per GPU between
+//! scrapes ([`kept`]): static values (identity, max clocks at 1.7 ms of CPU per call, max
+//! PCIe link, NVLink count) are read once and again every [`STATIC_REFRESH`] or when a GPU
+//! that was lost, timed out or failed answers; the PCIe replay counter (0.22 ms) every
+//! [`REPLAYS_EVERY`]. PCIe traffic (`nvmlDeviceGetPcieThroughput` blocks 21 ms per
+//! direction) is read by a background sampler ([`sampler`]) and a scrape copies its last
+//! reading.
+//!
 //! XID errors are counted per code from one NVML event set per GPU, each waited on by a
 //! thread of its own. Whether the set could be registered is exported per GPU: "no XIDs"
 //! and "cannot see XIDs" are different things. A registration that fails is logged once and
 //! tried again every [`XID_RETRY`].
 
+pub mod kept;
 pub(crate) mod raw;
+pub mod sampler;
 pub mod types;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::bitmasks::event::EventTypes;
 use nvml_wrapper::enum_wrappers::device::{
-    Clock, EccCounter, MemoryError, PcieUtilCounter, RetirementCause, TemperatureSensor,
+    Clock, EccCounter, MemoryError, RetirementCause, TemperatureSensor,
 };
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 
+pub use kept::{REPLAYS_EVERY, STATIC_REFRESH};
 pub use types::*;
+
+use kept::{Kept, Statics};
+use sampler::Sampler;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::run::{Run, Unit};
@@ -44,11 +59,19 @@ pub const SPEC: Spec = Spec {
     name: "gpu",
     help: "NVIDIA GPUs and NVLinks through NVML: utilization, memory, power, clocks, throttling, ECC, row remapping, PCIe, XID errors, NVLink state, errors and traffic.",
     default_enabled: true,
-    options: &[OptionSpec {
-        name: "nvml-library",
-        help: "The NVML library to load (default libnvidia-ml.so.1, found through the loader's search path).",
-        kind: OptionKind::Path,
-    }],
+    options: &[
+        OptionSpec {
+            name: "nvml-library",
+            help: "The NVML library to load (default libnvidia-ml.so.1, found through the loader's search path).",
+            kind: OptionKind::Path,
+        },
+        // `OptionKind` has no duration kind; `build` validates the value.
+        OptionSpec {
+            name: "pcie-throughput-interval",
+            help: "The shortest time between two of NVML's 20 ms PCIe throughput samples (TX and RX, 21 ms each) that the background sampler takes of a GPU without PCIe byte counters, once a scrape has read the last (default 5s, at least 1s); 0 turns PCIe traffic off. Byte counters are read every second, faster under traffic.",
+            kind: OptionKind::Path,
+        },
+    ],
 };
 
 /// The library loaded unless `--collector.gpu.nvml-library` says otherwise.
@@ -61,6 +84,8 @@ pub const XID_RETRY: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct GpuSource {
     library: String,
+    /// `--collector.gpu.pcie-throughput-interval`; zero turns the PCIe sampler off.
+    pcie_interval: Duration,
     runtime: Mutex<Option<Arc<Runtime>>>,
     /// The state each GPU had in the last collection, for logging changes once.
     states: Mutex<HashMap<u32, GpuState>>,
@@ -87,8 +112,12 @@ const XID_FIRST_WAIT: Duration = Duration::from_millis(250);
 
 struct Runtime {
     count: u32,
-    /// The last identity read of each GPU, kept for a GPU that times out or is lost.
-    identities: Arc<Mutex<HashMap<u32, Identity>>>,
+    /// What is kept of each GPU between collections (static values, the last identity read
+    /// for a GPU that times out or is lost, the replay counter), by NVML index. Locked only
+    /// to copy in and out, never across an NVML call.
+    kept: Vec<Mutex<Kept>>,
+    /// The PCIe sampler; `None` when turned off.
+    sampler: Option<Arc<Sampler>>,
     xids: Arc<Xids>,
     driver_version: Option<String>,
     cuda_version: Option<String>,
@@ -102,11 +131,42 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
+impl Runtime {
+    fn kept(&self, index: u32) -> Kept {
+        self.kept
+            .get(index as usize)
+            .map(|k| lock(k).clone())
+            .unwrap_or_default()
+    }
+
+    fn keep(&self, index: u32, kept: Kept) {
+        if let Some(k) = self.kept.get(index as usize) {
+            *lock(k) = kept;
+        }
+    }
+
+    /// The GPU did not answer in this collection: read everything again when it does.
+    fn invalidate(&self, index: u32) {
+        if let Some(k) = self.kept.get(index as usize) {
+            lock(k).invalidate();
+        }
+        if let Some(s) = &self.sampler {
+            s.forget(index);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl GpuSource {
-    /// A source loading `library`.
-    pub fn new(library: impl Into<String>) -> Self {
+    /// A source loading `library`, sampling PCIe throughput every `pcie_interval` (zero:
+    /// not at all).
+    pub fn new(library: impl Into<String>, pcie_interval: Duration) -> Self {
         GpuSource {
             library: library.into(),
+            pcie_interval,
             runtime: Mutex::new(None),
             states: Mutex::new(HashMap::new()),
         }
@@ -149,7 +209,8 @@ impl GpuSource {
             .map(|v| format!("{}.{}", v / 1000, v % 1000 / 10));
         let rt = Arc::new(Runtime {
             count,
-            identities: Arc::new(Mutex::new(HashMap::new())),
+            kept: (0..count).map(|_| Mutex::new(Kept::default())).collect(),
+            sampler: Sampler::start(nvml, count, self.pcie_interval),
             xids,
             driver_version: nvml.sys_driver_version().ok(),
             cuda_version,
@@ -211,7 +272,14 @@ impl Source for GpuSource {
             .cloned()
             .filter(|l| !l.is_empty())
             .unwrap_or_else(|| DEFAULT_NVML_LIBRARY.to_owned());
-        Ok(GpuSource::new(library))
+        let pcie_interval = match options.get("pcie-throughput-interval") {
+            None => sampler::DEFAULT_INTERVAL,
+            Some(text) => sampler::parse_interval(text).map_err(|reason| SourceBuildError {
+                option: "pcie-throughput-interval".to_owned(),
+                reason,
+            })?,
+        };
+        Ok(GpuSource::new(library, pcie_interval))
     }
 
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
@@ -219,38 +287,64 @@ impl Source for GpuSource {
             Ok(pair) => pair,
             Err(reason) => return Report::absent(Snapshot::default(), reason),
         };
-        let keys: Vec<String> = (0..rt.count).map(|i| format!("gpu{i}")).collect();
-        let identities = Arc::clone(&rt.identities);
-        let units = run.each(keys, rt.count as usize, move |key| {
+        // A GPU on which a sampler call hangs is not asked again by the scrape either: one
+        // wedged GPU holds one thread, and it is `timeout` as when a scrape's call hangs.
+        let sampler_busy = rt.sampler.as_ref().map(|s| s.busy()).unwrap_or_default();
+        let keys: Vec<String> = (0..rt.count)
+            .filter(|i| !sampler_busy.contains(i))
+            .map(|i| format!("gpu{i}"))
+            .collect();
+        let width = keys.len();
+        let unit_rt = Arc::clone(&rt);
+        let units = run.each(keys, width, move |key| {
             let index = key.trim_start_matches("gpu").parse().unwrap_or(u32::MAX);
-            let known = identity_of(&identities, index);
-            let gpu = read_gpu(nvml, index, &known);
-            if gpu.state == GpuState::Ok
-                && let Ok(mut ids) = identities.lock()
-            {
-                ids.insert(index, gpu.identity.clone());
-            }
-            gpu
+            read_gpu(nvml, index, unit_rt.kept(index), unit_rt.sampler.as_deref())
         });
+        let mut units: HashMap<u32, Unit<(Gpu, Kept)>> = units
+            .into_iter()
+            .map(|(key, unit)| {
+                let index = key.trim_start_matches("gpu").parse().unwrap_or(u32::MAX);
+                (index, unit)
+            })
+            .collect();
         let xid = rt.xids.counts.lock().map(|m| m.clone()).unwrap_or_default();
-        let mut errors = Vec::new();
-        let mut gpus = Vec::with_capacity(units.len());
-        for (i, (key, unit)) in units.into_iter().enumerate() {
-            let index = i as u32;
+        let mut errors = rt
+            .sampler
+            .as_ref()
+            .map(|s| s.take_errors())
+            .unwrap_or_default();
+        let mut gpus = Vec::with_capacity(rt.count as usize);
+        for index in 0..rt.count {
+            let key = format!("gpu{index}");
+            let unit = units.remove(&index).unwrap_or(Unit::Late {
+                running_for: Duration::ZERO,
+            });
             let mut gpu = match unit {
-                Unit::Done(gpu) => gpu,
-                Unit::Late { .. } | Unit::NotStarted => Gpu {
-                    index,
-                    state: GpuState::Timeout,
-                    identity: identity_of(&rt.identities, index),
-                    ..Gpu::default()
-                },
-                Unit::Panicked => Gpu {
-                    index,
-                    state: GpuState::Error,
-                    identity: identity_of(&rt.identities, index),
-                    ..Gpu::default()
-                },
+                Unit::Done((gpu, kept)) => {
+                    rt.keep(index, kept);
+                    if gpu.state != GpuState::Ok {
+                        rt.invalidate(index);
+                    }
+                    gpu
+                }
+                Unit::Late { .. } | Unit::NotStarted => {
+                    rt.invalidate(index);
+                    Gpu {
+                        index,
+                        state: GpuState::Timeout,
+                        identity: rt.kept(index).identity(),
+                        ..Gpu::default()
+                    }
+                }
+                Unit::Panicked => {
+                    rt.invalidate(index);
+                    Gpu {
+                        index,
+                        state: GpuState::Error,
+                        identity: rt.kept(index).identity(),
+                        ..Gpu::default()
+                    }
+                }
             };
             for (call, detail) in &gpu.failures {
                 errors.push(CollectError::nvml(
@@ -271,7 +365,7 @@ impl Source for GpuSource {
             gpu.xid_events_registered = rt
                 .xids
                 .registered
-                .get(i)
+                .get(index as usize)
                 .is_some_and(|r| r.load(Ordering::Acquire));
             gpus.push(gpu);
         }
@@ -284,14 +378,6 @@ impl Source for GpuSource {
             errors,
         )
     }
-}
-
-fn identity_of(identities: &Mutex<HashMap<u32, Identity>>, index: u32) -> Identity {
-    identities
-        .lock()
-        .ok()
-        .and_then(|ids| ids.get(&index).cloned())
-        .unwrap_or_default()
 }
 
 fn spawn_xid_listeners(nvml: &'static Nvml, count: u32, xids: &Arc<Xids>) {
@@ -387,39 +473,48 @@ pub(crate) fn pci_to_sysfs(bus_id: &str) -> String {
     }
 }
 
-/// Reads everything of one GPU. Runs on the GPU's worker thread.
-pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
+/// Reads one GPU at a scrape: what moves, every time; what [`Kept`] holds, when it is due
+/// (see [`kept`]); PCIe traffic from the sampler. Runs on the GPU's worker thread; returns
+/// the GPU and what to keep of it.
+pub(crate) fn read_gpu(
+    nvml: &Nvml,
+    index: u32,
+    mut kept: Kept,
+    sampler: Option<&Sampler>,
+) -> (Gpu, Kept) {
     let mut gpu = Gpu {
         index,
-        identity: known.clone(),
+        identity: kept.identity(),
         ..Gpu::default()
     };
     let device = match nvml.device_by_index(index) {
         Ok(d) => d,
         Err(NvmlError::GpuLost) => {
             gpu.state = GpuState::Lost;
-            return gpu;
+            return (gpu, kept);
         }
         Err(e) => {
             gpu.state = GpuState::Error;
             gpu.failures
                 .push(("nvmlDeviceGetHandleByIndex", e.to_string()));
-            return gpu;
+            return (gpu, kept);
         }
     };
+    let now = Instant::now();
+    let plan = kept.plan(now);
     let mut calls = Calls::default();
-    let identity = types::Identity {
-        uuid: calls.ok("nvmlDeviceGetUUID", device.uuid()),
-        name: calls.ok("nvmlDeviceGetName", device.name()),
-        serial: calls.ok("nvmlDeviceGetSerial", device.serial()),
-        pci_address: calls
-            .ok("nvmlDeviceGetPciInfo_v3", device.pci_info())
-            .map(|p| pci_to_sysfs(&p.bus_id)),
-        numa_node: calls.ok("nvmlDeviceGetNumaNodeId", device.numa_node_id()),
-    };
-    if identity.uuid.is_some() {
-        gpu.identity = identity;
+    if plan.statics {
+        let failures_before = calls.failures.len();
+        let (mut statics, count_read) = read_statics(nvml, &device, &mut calls);
+        let clean = count_read && calls.failures.len() == failures_before && !calls.lost;
+        if statics.identity.uuid.is_none() {
+            // Keep the identity it had rather than blank it.
+            statics.identity = gpu.identity.clone();
+        }
+        kept.statics.set(Some(statics), now, clean);
     }
+    let statics = kept.statics.value.clone().unwrap_or_default();
+    gpu.identity = statics.identity.clone();
     gpu.persistence_mode = calls.ok(
         "nvmlDeviceGetPersistenceMode",
         device.is_in_persistent_mode(),
@@ -439,9 +534,11 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
         "nvmlDeviceGetEnforcedPowerLimit",
         device.enforced_power_limit(),
     );
-    for (name, clock) in [("sm", Clock::SM), ("memory", Clock::Memory)] {
+    for ((name, clock), (_, max)) in [("sm", Clock::SM), ("memory", Clock::Memory)]
+        .into_iter()
+        .zip(statics.max_clocks)
+    {
         let cur = calls.ok("nvmlDeviceGetClockInfo", device.clock_info(clock));
-        let max = calls.ok("nvmlDeviceGetMaxClockInfo", device.max_clock_info(clock));
         if cur.is_some() || max.is_some() {
             gpu.clocks.push((name, cur, max));
         }
@@ -463,46 +560,93 @@ pub fn read_gpu(nvml: &Nvml, index: u32, known: &types::Identity) -> Gpu {
             "nvmlDeviceGetCurrPcieLinkGeneration",
             device.current_pcie_link_gen(),
         ),
-        calls.ok(
-            "nvmlDeviceGetMaxPcieLinkGeneration",
-            device.max_pcie_link_gen(),
-        ),
+        statics.max_pcie.0,
         calls.ok(
             "nvmlDeviceGetCurrPcieLinkWidth",
             device.current_pcie_link_width(),
+        ),
+        statics.max_pcie.1,
+    );
+    if let (Some(a), Some(b), Some(c), Some(d)) = link {
+        gpu.pcie_link = Some((a, b, c, d));
+    }
+    if plan.replays {
+        let failures_before = calls.failures.len();
+        let replays = calls.ok(
+            "nvmlDeviceGetPcieReplayCounter",
+            device.pcie_replay_counter(),
+        );
+        let clean = calls.failures.len() == failures_before && !calls.lost;
+        kept.replays.set(replays, now, clean);
+    }
+    gpu.pcie_replays = kept.replays.value;
+    let fabric = raw::fabric_info(nvml, &device);
+    gpu.fabric = calls
+        .code("nvmlDeviceGetGpuFabricInfo", fabric)
+        .filter(|(state, _)| *state != 0);
+
+    gpu.nvlinks = read_nvlinks(nvml, &device, statics.nvlink_count, &mut calls);
+    if !calls.lost
+        && let Some(sampler) = sampler
+    {
+        sampler.fill(&device, index, &mut gpu, &mut calls, statics.max_pcie);
+    }
+    gpu.failures = calls.failures;
+    if calls.lost {
+        gpu.state = GpuState::Lost;
+    }
+    (gpu, kept)
+}
+
+/// Reads what does not change while the driver is loaded; the flag is false when the NVLink
+/// count could not be read (other than `NOT_SUPPORTED`), so that it is read again at the
+/// next scrape rather than kept at 0 (that failure is not counted as an error, as before).
+fn read_statics(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    calls: &mut Calls,
+) -> (Statics, bool) {
+    let identity = types::Identity {
+        uuid: calls.ok("nvmlDeviceGetUUID", device.uuid()),
+        name: calls.ok("nvmlDeviceGetName", device.name()),
+        serial: calls.ok("nvmlDeviceGetSerial", device.serial()),
+        pci_address: calls
+            .ok("nvmlDeviceGetPciInfo_v3", device.pci_info())
+            .map(|p| pci_to_sysfs(&p.bus_id)),
+        numa_node: calls.ok("nvmlDeviceGetNumaNodeId", device.numa_node_id()),
+    };
+    let max_clocks = [("sm", Clock::SM), ("memory", Clock::Memory)].map(|(name, clock)| {
+        (
+            name,
+            calls.ok("nvmlDeviceGetMaxClockInfo", device.max_clock_info(clock)),
+        )
+    });
+    let max_pcie = (
+        calls.ok(
+            "nvmlDeviceGetMaxPcieLinkGeneration",
+            device.max_pcie_link_gen(),
         ),
         calls.ok(
             "nvmlDeviceGetMaxPcieLinkWidth",
             device.max_pcie_link_width(),
         ),
     );
-    if let (Some(a), Some(b), Some(c), Some(d)) = link {
-        gpu.pcie_link = Some((a, b, c, d));
-    }
-    gpu.pcie_replays = calls.ok(
-        "nvmlDeviceGetPcieReplayCounter",
-        device.pcie_replay_counter(),
-    );
-    let tx = calls.ok(
-        "nvmlDeviceGetPcieThroughput",
-        device.pcie_throughput(PcieUtilCounter::Send),
-    );
-    let rx = calls.ok(
-        "nvmlDeviceGetPcieThroughput",
-        device.pcie_throughput(PcieUtilCounter::Receive),
-    );
-    gpu.pcie_throughput_kbps = tx.zip(rx);
-    let fabric = raw::fabric_info(nvml, &device);
-    gpu.fabric = calls
-        .code("nvmlDeviceGetGpuFabricInfo", fabric)
-        .filter(|(state, _)| *state != 0);
-
-    gpu.nvlinks = read_nvlinks(nvml, &device, &mut calls);
-    gpu.failures = calls.failures;
-    if calls.lost {
-        gpu.state = GpuState::Lost;
-    }
-    gpu
+    // How many links from the link-count field, not a compiled-in constant.
+    let count = raw::field_values(nvml, device, &[(FI_NVLINK_LINK_COUNT, 0)])
+        .and_then(|v| v.first().copied().unwrap_or(Err(3)));
+    let (nvlink_count, count_read) = match count {
+        Ok(n) => (n as u32, true),
+        Err(code) => (0, matches!(code, 3 | 13)), // NOT_SUPPORTED, FUNCTION_NOT_FOUND
+    };
+    (
+        Statics {
+            identity,
+            max_clocks,
+            max_pcie,
+            nvlink_count,
+        },
+        count_read,
+    )
 }
 
 /// ECC error counts and retired pages.
@@ -536,14 +680,14 @@ fn read_memory_errors(device: &nvml_wrapper::Device<'_>, calls: &mut Calls, gpu:
     }
 }
 
-/// Every NVLink of `device` that NVML knows.
-fn read_nvlinks(nvml: &Nvml, device: &nvml_wrapper::Device<'_>, calls: &mut Calls) -> Vec<NvLink> {
+/// Every NVLink of `device` that NVML knows: `links` of them (field 91, kept static).
+fn read_nvlinks(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    links: u32,
+    calls: &mut Calls,
+) -> Vec<NvLink> {
     let mut nvlinks = Vec::new();
-    // How many from the link-count field, not a compiled-in constant.
-    let links = match raw::field_values(nvml, device, &[(FI_NVLINK_LINK_COUNT, 0)]) {
-        Ok(v) => v.first().and_then(|r| r.ok()).map_or(0, |n| n as u32),
-        Err(_) => 0,
-    };
     for link in 0..links.min(64) {
         let wrapper = device.link_wrapper_for(link);
         let mut nv = NvLink {
@@ -602,7 +746,7 @@ fn read_nvlinks(nvml: &Nvml, device: &nvml_wrapper::Device<'_>, calls: &mut Call
 /// Outcomes of the NVML calls of one reading: NotSupported is no value, GPU_IS_LOST marks
 /// the GPU lost, anything else is recorded.
 #[derive(Default)]
-struct Calls {
+pub(crate) struct Calls {
     lost: bool,
     failures: Vec<(&'static str, String)>,
 }
@@ -674,7 +818,10 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_absent_not_an_error() {
-        let source = Arc::new(GpuSource::new("libnvidia-ml-that-does-not-exist.so.1"));
+        let source = Arc::new(GpuSource::new(
+            "libnvidia-ml-that-does-not-exist.so.1",
+            sampler::DEFAULT_INTERVAL,
+        ));
         let work = crate::run::Work::new("gpu", None);
         let deadline =
             crate::run::Deadline::new(std::time::Instant::now() + Duration::from_secs(5));

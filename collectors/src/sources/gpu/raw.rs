@@ -1,6 +1,6 @@
 //! NVML calls nvml-wrapper 0.13 does not wrap, or wraps wrongly, made through its raw
 //! library handle: per-link field values (the safe `field_values_for` never sets
-//! `scopeId`), the NVLink remote device type (the safe method returns its own untouched
+//! `scopeId`) and counter fields as integers, the NVLink remote device type (the safe method returns its own untouched
 //! value), remapped rows and GPU fabric info (not wrapped).
 //!
 //! This is one of the few modules allowed `unsafe`: each call passes a device handle from a
@@ -31,27 +31,7 @@ pub fn field_values(
     device: &Device<'_>,
     requests: &[(u32, u32)],
 ) -> Result<Vec<Result<f64, u32>>, u32> {
-    let Ok(sym) = nvml.lib().nvmlDeviceGetFieldValues.as_ref() else {
-        return Err(13);
-    }; // FUNCTION_NOT_FOUND
-    // SAFETY: nvmlFieldValue_t is plain data; all-zero is a valid value.
-    let mut values: Vec<nvmlFieldValue_t> = requests
-        .iter()
-        .map(|&(field, scope)| {
-            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
-            v.fieldId = field;
-            v.scopeId = scope;
-            v
-        })
-        .collect();
-    let count = i32::try_from(values.len()).map_err(|_| 2u32)?;
-    // SAFETY: the handle comes from a live Device of this Nvml; `values` holds `count`
-    // initialised entries that NVML fills in place.
-    let rc = unsafe { sym(device.handle(), count, values.as_mut_ptr()) };
-    if rc != NVML_SUCCESS {
-        return Err(rc);
-    }
-    Ok(values
+    Ok(read_fields(nvml, device, requests)?
         .iter()
         .map(|v| {
             if v.nvmlReturn != NVML_SUCCESS {
@@ -72,6 +52,82 @@ pub fn field_values(
             Ok(value)
         })
         .collect())
+}
+
+/// An unsigned counter read from a field value, with the width NVML gave it: a 32-bit
+/// counter wraps at 2^32 (the PCIe byte counters of driver 580 do), a 64-bit one never
+/// in practice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldCounter {
+    /// The value as read.
+    pub value: u64,
+    /// 32 or 64.
+    pub bits: u32,
+}
+
+/// Reads `(field, scope)` pairs holding unsigned counters, without the rounding of an
+/// `f64`; a signed, floating or unknown value type answers `NVML_ERROR_UNKNOWN` (999).
+pub fn field_counters(
+    nvml: &Nvml,
+    device: &Device<'_>,
+    requests: &[(u32, u32)],
+) -> Result<Vec<Result<FieldCounter, u32>>, u32> {
+    Ok(read_fields(nvml, device, requests)?
+        .iter()
+        .map(|v| {
+            if v.nvmlReturn != NVML_SUCCESS {
+                return Err(v.nvmlReturn);
+            }
+            // SAFETY: valueType says which union member NVML wrote.
+            unsafe {
+                match v.valueType {
+                    VALUE_UINT => Ok(FieldCounter {
+                        value: u64::from(v.value.uiVal),
+                        bits: 32,
+                    }),
+                    // `c_ulong` is 64 bits on the 64-bit Linux NVML ships for.
+                    VALUE_ULONG => Ok(FieldCounter {
+                        value: v.value.ulVal,
+                        bits: 64,
+                    }),
+                    VALUE_ULONGLONG => Ok(FieldCounter {
+                        value: v.value.ullVal,
+                        bits: 64,
+                    }),
+                    _ => Err(999),
+                }
+            }
+        })
+        .collect())
+}
+
+/// One `nvmlDeviceGetFieldValues` call for `requests`; the entries as NVML filled them.
+fn read_fields(
+    nvml: &Nvml,
+    device: &Device<'_>,
+    requests: &[(u32, u32)],
+) -> Result<Vec<nvmlFieldValue_t>, u32> {
+    let Ok(sym) = nvml.lib().nvmlDeviceGetFieldValues.as_ref() else {
+        return Err(13);
+    }; // FUNCTION_NOT_FOUND
+    // SAFETY: nvmlFieldValue_t is plain data; all-zero is a valid value.
+    let mut values: Vec<nvmlFieldValue_t> = requests
+        .iter()
+        .map(|&(field, scope)| {
+            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
+            v.fieldId = field;
+            v.scopeId = scope;
+            v
+        })
+        .collect();
+    let count = i32::try_from(values.len()).map_err(|_| 2u32)?;
+    // SAFETY: the handle comes from a live Device of this Nvml; `values` holds `count`
+    // initialised entries that NVML fills in place.
+    let rc = unsafe { sym(device.handle(), count, values.as_mut_ptr()) };
+    if rc != NVML_SUCCESS {
+        return Err(rc);
+    }
+    Ok(values)
 }
 
 /// What is at the far end of an NVLink (`nvmlIntNvLinkDeviceType_t`: 0 GPU, 1 IBMNPU,

@@ -46,7 +46,8 @@ impl GpuState {
     }
 }
 
-/// What does not change while the driver is loaded.
+/// What does not change while the driver is loaded (read once per GPU, again every
+/// [`super::STATIC_REFRESH`] and when a GPU that was lost, timed out or failed answers).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identity {
     /// `GPU-...`.
@@ -103,7 +104,7 @@ pub struct Gpu {
     pub power_mw: Option<u32>,
     /// Enforced power limit in mW.
     pub power_limit_mw: Option<u32>,
-    /// (`sm`/`memory`, current MHz, max MHz).
+    /// (`sm`/`memory`, current MHz, max MHz); max is a static value (see [`super::kept`]).
     pub clocks: Vec<(&'static str, Option<u32>, Option<u32>)>,
     /// Every throttle (clock event) reason and whether it is active.
     pub throttle: Vec<(&'static str, bool)>,
@@ -113,12 +114,17 @@ pub struct Gpu {
     pub remapped_rows: Option<(u32, u32, bool, bool)>,
     /// Retired pages by cause (`single_bit_ecc`, `double_bit_ecc`).
     pub retired_pages: Vec<(&'static str, u64)>,
-    /// PCIe generation and width: (current gen, max gen, current width, max width).
+    /// PCIe generation and width: (current gen, max gen, current width, max width); the
+    /// max ones are static values.
     pub pcie_link: Option<(u32, u32, u32, u32)>,
-    /// PCIe replays.
+    /// PCIe replays (read every [`super::REPLAYS_EVERY`], the last value in between).
     pub pcie_replays: Option<u32>,
-    /// PCIe throughput in KB/s: (tx, rx).
+    /// PCIe throughput in KB/s: (tx, rx), NVML's 20 ms sample as the PCIe sampler last
+    /// took it; only on GPUs without PCIe byte counters.
     pub pcie_throughput_kbps: Option<(u32, u32)>,
+    /// PCIe bytes: (tx, rx), NVML's byte counters (fields 197/198) as the PCIe sampler last
+    /// read them, carried over their 32-bit wraps.
+    pub pcie_bytes: Option<(u64, u64)>,
     /// GPU fabric (state, status) on NVSwitch systems.
     pub fabric: Option<(u32, u32)>,
     /// NVLinks.

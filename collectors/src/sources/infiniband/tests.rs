@@ -609,3 +609,57 @@ fn software_devices_without_pci_function() {
         (Some("veth0"), Some(4096), Some(MtuRule::Rxe))
     );
 }
+
+#[test]
+fn gid_changes_are_seen_the_next_scrape_with_few_reads_in_between() {
+    let tree = Tree::new();
+    tree.roce_device("mlx5_0", "0000:18:00.0", "ens1f0np0", 4200);
+    // 255 slots, as on mlx5 RoCE; all but 0, 1 and 3 free.
+    for i in 4..255 {
+        tree.write(
+            &format!(
+                "devices/pci0000:00/0000:00:02.0/0000:18:00.0/infiniband/mlx5_0/ports/1/gids/{i}"
+            ),
+            "0000:0000:0000:0000:0000:0000:0000:0000\n",
+        );
+    }
+    let fs = Arc::new(FaultFs::new());
+    let src = source(&tree, fs.clone());
+    let gid_reads = || {
+        fs.accessed()
+            .iter()
+            .filter(|p| p.to_string_lossy().contains("/gids/"))
+            .count()
+    };
+    let indexes = |report: &Report<Snapshot>| -> Vec<u32> {
+        snapshot(report).devices[0].ports[0]
+            .gids
+            .iter()
+            .flatten()
+            .map(|g| g.index)
+            .collect()
+    };
+    let first = src.read();
+    assert_eq!(indexes(&first), [0, 1, 3]);
+    let full = gid_reads();
+    assert!(full >= 255, "the first read reads every slot: {full}");
+    let second = src.read();
+    assert_eq!(indexes(&second), [0, 1, 3]);
+    let probe = gid_reads() - full;
+    assert!(
+        probe <= 3 + GID_FREE_PROBES,
+        "in between, occupied slots and a few free ones: {probe}"
+    );
+    // A GID added in the lowest free slot (2) is seen the next scrape.
+    tree.write(
+        "devices/pci0000:00/0000:00:02.0/0000:18:00.0/infiniband/mlx5_0/ports/1/gids/2",
+        "0000:0000:0000:0000:0000:ffff:0a0a:0a02\n",
+    );
+    assert_eq!(indexes(&src.read()), [0, 1, 2, 3]);
+    // And one removed.
+    tree.write(
+        "devices/pci0000:00/0000:00:02.0/0000:18:00.0/infiniband/mlx5_0/ports/1/gids/3",
+        "0000:0000:0000:0000:0000:0000:0000:0000\n",
+    );
+    assert_eq!(indexes(&src.read()), [0, 1, 2]);
+}

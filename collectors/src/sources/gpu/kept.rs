@@ -1,0 +1,203 @@
+//! What the `gpu` source keeps of each GPU between collections, and when each kept value is
+//! read again: the cadence logic, pure and apart from NVML so that it is tested alone.
+//!
+//! Two kinds of value are not read every scrape, because the driver makes them expensive
+//! (`shared/reference/h200-nvml/nvml-profile.json`, one H200, driver 580.159.04):
+//!
+//! * [`Statics`]: identity, max clocks, max PCIe generation and width, NVLink count. They
+//!   do not change while the driver is loaded, and `nvmlDeviceGetMaxClockInfo` alone burns
+//!   1.7 ms of CPU per call (two per scrape before). Read once, again every
+//!   [`STATIC_REFRESH`], and again as soon as a GPU that was lost, timed out or failed
+//!   answers (a reset GPU may come back changed).
+//! * The PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`, 0.22 ms): read every
+//!   [`REPLAYS_EVERY`], the last value exported in between. A counter read on a cadence
+//!   stays exact; it only lags.
+//!
+//! A read that failed (other than `NOT_SUPPORTED`) is not kept as fresh: it is read again
+//! at the next scrape and counted again, as every failing call is.
+
+use std::time::{Duration, Instant};
+
+use super::types::Identity;
+
+/// How often static values are read again even when nothing happened to the GPU.
+pub const STATIC_REFRESH: Duration = Duration::from_secs(600);
+
+/// How often the PCIe replay counter is read.
+pub const REPLAYS_EVERY: Duration = Duration::from_secs(30);
+
+/// What does not change while the driver is loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Statics {
+    /// UUID, name, serial, PCI address, NUMA node.
+    pub identity: Identity,
+    /// Max clocks in MHz, `sm` then `memory` (`nvmlDeviceGetMaxClockInfo`).
+    pub max_clocks: [(&'static str, Option<u32>); 2],
+    /// Max PCIe generation and width.
+    pub max_pcie: (Option<u32>, Option<u32>),
+    /// NVLinks NVML knows (field 91), 0 when it does not say.
+    pub nvlink_count: u32,
+}
+
+/// A value and when it was read; `at: None` means "read again at the next chance", while
+/// the value is still shown (a lost GPU keeps its identity).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timed<T> {
+    /// The last value read.
+    pub value: T,
+    /// When it was read, `None` when it is to be read again.
+    pub at: Option<Instant>,
+}
+
+impl<T> Timed<T> {
+    /// Whether it is to be read at `now`, given that it is read every `every`.
+    pub fn due(&self, now: Instant, every: Duration) -> bool {
+        self.at
+            .is_none_or(|at| now.saturating_duration_since(at) >= every)
+    }
+
+    /// Keeps `value`, read at `now`; `clean` false (a call failed) reads it again next time.
+    pub fn set(&mut self, value: T, now: Instant, clean: bool) {
+        self.value = value;
+        self.at = clean.then_some(now);
+    }
+}
+
+/// Everything kept of one GPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// Static values; `None` until first read.
+    pub statics: Timed<Option<Statics>>,
+    /// The PCIe replay counter.
+    pub replays: Timed<Option<u32>>,
+}
+
+/// Which kept values a reading of a GPU at some instant reads again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Identity, max clocks, max PCIe link, NVLink count.
+    pub statics: bool,
+    /// The PCIe replay counter.
+    pub replays: bool,
+}
+
+impl Kept {
+    /// What a reading at `now` reads again.
+    pub fn plan(&self, now: Instant) -> Plan {
+        Plan {
+            statics: self.statics.value.is_none() || self.statics.due(now, STATIC_REFRESH),
+            replays: self.replays.due(now, REPLAYS_EVERY),
+        }
+    }
+
+    /// The GPU was lost, timed out or failed: everything is read again when it answers,
+    /// while the identity it had is still shown.
+    pub fn invalidate(&mut self) {
+        self.statics.at = None;
+        self.replays.at = None;
+    }
+
+    /// The identity last read, or an empty one.
+    pub fn identity(&self) -> Identity {
+        self.statics
+            .value
+            .as_ref()
+            .map(|s| s.identity.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statics(uuid: &str) -> Statics {
+        Statics {
+            identity: Identity {
+                uuid: Some(uuid.to_owned()),
+                ..Identity::default()
+            },
+            max_clocks: [("sm", Some(1980)), ("memory", Some(2619))],
+            max_pcie: (Some(5), Some(16)),
+            nvlink_count: 18,
+        }
+    }
+
+    #[test]
+    fn everything_is_read_at_first() {
+        let kept = Kept::default();
+        assert_eq!(
+            kept.plan(Instant::now()),
+            Plan {
+                statics: true,
+                replays: true
+            }
+        );
+    }
+
+    #[test]
+    fn static_values_are_not_read_again_within_the_refresh_interval() {
+        let t0 = Instant::now();
+        let mut kept = Kept::default();
+        kept.statics.set(Some(statics("GPU-a")), t0, true);
+        kept.replays.set(Some(3), t0, true);
+        for after in [1, 29, 300, 599] {
+            let plan = kept.plan(t0 + Duration::from_secs(after));
+            assert!(!plan.statics, "re-read {after} s after");
+            assert_eq!(plan.replays, after >= 30, "replays {after} s after");
+        }
+        assert!(kept.plan(t0 + STATIC_REFRESH).statics);
+        assert!(
+            kept.plan(t0 + STATIC_REFRESH + Duration::from_secs(1))
+                .statics
+        );
+    }
+
+    #[test]
+    fn everything_is_read_again_when_the_gpu_comes_back() {
+        let t0 = Instant::now();
+        let mut kept = Kept::default();
+        kept.statics.set(Some(statics("GPU-a")), t0, true);
+        kept.replays.set(Some(3), t0, true);
+        // Lost (or timed out, or failed) one second later.
+        kept.invalidate();
+        assert_eq!(
+            kept.identity().uuid.as_deref(),
+            Some("GPU-a"),
+            "still shown"
+        );
+        assert_eq!(
+            kept.plan(t0 + Duration::from_secs(2)),
+            Plan {
+                statics: true,
+                replays: true
+            },
+            "read again as soon as it answers"
+        );
+        // Once read again, the clock starts over.
+        let t1 = t0 + Duration::from_secs(2);
+        kept.statics.set(Some(statics("GPU-b")), t1, true);
+        kept.replays.set(Some(4), t1, true);
+        assert!(!kept.plan(t1 + Duration::from_secs(10)).statics);
+        assert_eq!(kept.identity().uuid.as_deref(), Some("GPU-b"));
+    }
+
+    #[test]
+    fn a_failed_read_is_read_again_at_the_next_scrape() {
+        let t0 = Instant::now();
+        let mut kept = Kept::default();
+        kept.statics.set(Some(statics("GPU-a")), t0, false);
+        kept.replays.set(None, t0, false);
+        let plan = kept.plan(t0 + Duration::from_millis(1));
+        assert!(plan.statics && plan.replays);
+    }
+
+    #[test]
+    fn a_clock_that_goes_back_does_not_stall_the_cadence() {
+        let t0 = Instant::now() + Duration::from_secs(5);
+        let mut kept = Kept::default();
+        kept.statics.set(Some(statics("GPU-a")), t0, true);
+        // `now` before the read (a reading that started earlier): not due, no panic.
+        assert!(!kept.plan(t0 - Duration::from_secs(1)).statics);
+    }
+}
