@@ -32,12 +32,12 @@ pub use crate::collection::{Collection, SourceOutcome, Totals};
 /// How long past its deadline a scrape waits for the sources to hand over what they have.
 const JOIN_GRACE: Duration = Duration::from_millis(250);
 
-/// How many distinct errors are remembered for log-once; past this, errors are still counted
-/// but logged at debug level only.
+/// How many distinct errors of one collection are remembered for log-once; past this,
+/// errors are still counted, and logged at `warn` again in the next collection.
 const LOGGED_ERRORS_CAP: usize = 10_000;
 
-/// What identifies an error for log-once: collector, origin, kind and errno.
-type ErrorKey = (String, String, &'static str, Option<i32>);
+/// What identifies an error for log-once: origin, kind and errno (per collector).
+type ErrorKey = (String, &'static str, Option<i32>);
 
 struct SourceSlot {
     source: Arc<dyn AnySource>,
@@ -46,6 +46,8 @@ struct SourceSlot {
     /// Whether the running thread missed its collection's deadline.
     late: Arc<AtomicBool>,
     errors_total: AtomicU64,
+    /// The errors of its last collection, for logging each error once when it starts.
+    seen_errors: Mutex<HashSet<ErrorKey>>,
 }
 
 /// One collection in progress: its deadline and the outcomes posted so far.
@@ -118,7 +120,6 @@ pub struct Scheduler {
     inflight: Mutex<Option<Arc<Inflight>>>,
     sequence: AtomicU64,
     requests: AtomicU64,
-    logged_errors: Mutex<HashSet<ErrorKey>>,
     logged_absent: Mutex<HashSet<&'static str>>,
 }
 
@@ -149,13 +150,13 @@ impl Scheduler {
                     running: Arc::new(AtomicBool::new(false)),
                     late: Arc::new(AtomicBool::new(false)),
                     errors_total: AtomicU64::new(0),
+                    seen_errors: Mutex::new(HashSet::new()),
                 })
                 .collect(),
             collectors: None,
             inflight: Mutex::new(None),
             sequence: AtomicU64::new(0),
             requests: AtomicU64::new(0),
-            logged_errors: Mutex::new(HashSet::new()),
             logged_absent: Mutex::new(HashSet::new()),
         }
     }
@@ -333,7 +334,12 @@ impl Scheduler {
         // Reads skipped because their device is blocked are not counted one by one: the read
         // that blocked was, and the device shows in `railscope_sysfs_blocked_seconds` until it
         // returns. Timeouts were logged when they happened.
+        // An error is logged when it starts: when the last collection of this source did not
+        // have it. Remembering only the last collection's errors keeps this bounded however
+        // many netdevs and devices come and go.
         let mut errors = 0;
+        let mut seen = HashSet::new();
+        let mut before = lock(&slot.seen_errors);
         for error in report
             .errors
             .iter()
@@ -341,9 +347,16 @@ impl Scheduler {
         {
             errors += 1;
             if error.kind != ErrorKind::Timeout {
-                self.log_error(name, error);
+                let key = error_key(error);
+                let first = !before.contains(&key);
+                log_error(name, error, first);
+                if seen.len() < LOGGED_ERRORS_CAP {
+                    seen.insert(key);
+                }
             }
         }
+        *before = seen;
+        drop(before);
         slot.errors_total
             .fetch_add(errors as u64, Ordering::Relaxed);
         SourceOutcome {
@@ -365,26 +378,22 @@ impl Scheduler {
             );
         }
     }
+}
 
-    fn log_error(&self, name: &'static str, error: &CollectError) {
-        let key = (
-            name.to_owned(),
-            error.origin.to_string(),
-            error.kind.as_str(),
-            error.errno,
-        );
-        let first = {
-            let mut logged = lock(&self.logged_errors);
-            logged.len() < LOGGED_ERRORS_CAP && logged.insert(key)
-        };
-        let errno = error.errno_name().unwrap_or_default();
-        let device = error.device.as_deref().unwrap_or_default();
-        let path = error.origin.to_string();
-        if first {
-            tracing::warn!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
-        } else {
-            tracing::debug!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
-        }
+/// What identifies an error for logging it once: origin, kind and errno.
+fn error_key(error: &CollectError) -> ErrorKey {
+    (error.origin.to_string(), error.kind.as_str(), error.errno)
+}
+
+/// Logs a failed read: at `warn` when it starts (`first`), at `debug` while it lasts.
+fn log_error(name: &'static str, error: &CollectError, first: bool) {
+    let errno = error.errno_name().unwrap_or_default();
+    let device = error.device.as_deref().unwrap_or_default();
+    let path = error.origin.to_string();
+    if first {
+        tracing::warn!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
+    } else {
+        tracing::debug!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
     }
 }
 
@@ -618,6 +627,55 @@ mod tests {
         assert_eq!(names(&next.outcomes[1]), ["first", "last"]);
         assert_eq!(next.outcomes[1].errors, 0, "counted once");
         assert_eq!(entered.load(Ordering::SeqCst), 1);
+    }
+
+    /// Every collection fails on a netdev of its own, as veths that come and go do.
+    #[derive(Debug)]
+    struct Churn {
+        round: AtomicUsize,
+    }
+
+    impl AnySource for Churn {
+        fn name(&self) -> &'static str {
+            "churn"
+        }
+        fn collect(&self, _: &Deadline) -> SourceReport {
+            let round = self.round.fetch_add(1, Ordering::SeqCst);
+            let path = format!("/s/class/net/veth{round}/mtu");
+            let steady = CollectError::io(
+                Some("eth0"),
+                std::path::Path::new("/s/class/net/eth0/speed"),
+                &std::io::Error::from_raw_os_error(5), // EIO,
+            );
+            SourceReport {
+                data: Some(devices(&[])),
+                errors: vec![
+                    steady,
+                    CollectError::io(
+                        Some("veth"),
+                        std::path::Path::new(&path),
+                        &std::io::Error::from_raw_os_error(19), // ENODEV,
+                    ),
+                ],
+                absent: None,
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn errors_of_devices_that_come_and_go_leave_nothing_behind() {
+        let scheduler = scheduler(vec![Box::new(Churn {
+            round: AtomicUsize::new(0),
+        })]);
+        for _ in 0..200 {
+            scheduler.collect(Duration::from_secs(5)).await;
+        }
+        assert_eq!(scheduler.totals().errors, vec![("churn", 400)]);
+        assert_eq!(
+            lock(&scheduler.slots[0].seen_errors).len(),
+            2,
+            "only the last collection's errors are remembered"
+        );
     }
 
     #[test]
