@@ -645,7 +645,7 @@ mod tests {
             let steady = CollectError::io(
                 Some("eth0"),
                 std::path::Path::new("/s/class/net/eth0/speed"),
-                &std::io::Error::from_raw_os_error(5), // EIO,
+                &std::io::Error::from_raw_os_error(5), // EIO
             );
             SourceReport {
                 data: Some(devices(&[])),
@@ -654,7 +654,7 @@ mod tests {
                     CollectError::io(
                         Some("veth"),
                         std::path::Path::new(&path),
-                        &std::io::Error::from_raw_os_error(19), // ENODEV,
+                        &std::io::Error::from_raw_os_error(19), // ENODEV
                     ),
                 ],
                 absent: None,
