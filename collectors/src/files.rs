@@ -14,7 +14,11 @@
 //!   `EBADF`: kernfs answers `ENODEV` on an open file whose device was removed) and opens the
 //!   path again once; outside a kernel file system (a fixture tree, a FUSE mirror) a kept
 //!   file whose inode was unlinked or replaced is also dropped, since only sysfs and procfs
-//!   guarantee that an open file follows its path;
+//!   guarantee that an open file follows its path (checked at most once per
+//!   [`VERIFY_EVERY`] per file, so a file replaced there is seen within a second);
+//! * counts, per device directory ([`crate::guard::device_key`]), the kept files found changed
+//!   ([`Fs::changes`]), so a source that remembers what does not change (listings, identity)
+//!   knows when a device was removed and added again under the same name;
 //! * forgets every kept file that was not read for [`FORGET_AFTER`] (a netdev or device that
 //!   went away), and never keeps more than [`KeptOpenFs::capacity`] files (past it, reads
 //!   open and close as before), so the descriptor count stays bounded
@@ -23,11 +27,14 @@
 //!   does for every Go exporter since Go 1.19) and keeps at most half of it.
 //!
 //! Listings, links and path resolution go straight to the kernel: in sysfs they never reach a
-//! driver and cost one system call each.
+//! driver. Sources that list the same directories every scrape remember the listings
+//! themselves and revalidate them with [`Fs::changes`] and on a slow cadence.
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +42,15 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::fs::{DirEntry, Fs, MAX_ATTRIBUTE_BYTES, RealFs, Roots};
+use crate::guard::device_prefix;
+
+/// Outside a kernel file system, how often a kept file is checked for having been replaced or
+/// removed under its path.
+pub const VERIFY_EVERY: Duration = Duration::from_secs(1);
+
+/// The most device directories whose changes are counted; past it the counts start over
+/// (every device then reads as changed once).
+const MAX_CHANGED_DEVICES: usize = 4_096;
 
 /// A kept file not read for this long is closed.
 pub const FORGET_AFTER: Duration = Duration::from_secs(120);
@@ -54,18 +70,59 @@ struct Kept {
     file: Arc<File>,
     /// Seconds after the epoch of this file system when it was last read.
     used: AtomicU64,
+    /// Seconds after the epoch when its inode was last checked (outside kernel file systems).
+    verified: AtomicU64,
+}
+
+/// FxHash (rustc's hasher) over a path's bytes: a kept file is looked up on every read, and
+/// `Path`'s own `Hash` walks its components through SipHash.
+#[derive(Debug, Default)]
+struct PathHasher(u64);
+
+impl Hasher for PathHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Kept files by the bytes of their path.
+type KeptMap = HashMap<Box<[u8]>, Kept, BuildHasherDefault<PathHasher>>;
+
+/// Changes seen, by device directory; `resets` counts the times the map was cleared.
+#[derive(Debug, Default)]
+struct Changes {
+    by_device: HashMap<PathBuf, u64>,
+    resets: u64,
 }
 
 /// The agent's file system; see the module docs.
 #[derive(Debug)]
 pub struct KeptOpenFs {
-    kept: Mutex<HashMap<PathBuf, Kept>>,
+    kept: Mutex<KeptMap>,
     capacity: usize,
+    roots: Roots,
     /// Roots on a kernel file system (sysfs, procfs): their open files follow their path.
     kernel_roots: Vec<PathBuf>,
     epoch: Instant,
     last_sweep: AtomicU64,
     opened: AtomicU64,
+    changes: Mutex<Changes>,
+}
+
+fn key(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
 }
 
 impl KeptOpenFs {
@@ -77,12 +134,14 @@ impl KeptOpenFs {
             .cloned()
             .collect();
         KeptOpenFs {
-            kept: Mutex::new(HashMap::new()),
+            kept: Mutex::new(KeptMap::default()),
             capacity: capacity.min(MAX_KEPT),
+            roots: roots.clone(),
             kernel_roots,
             epoch: Instant::now(),
             last_sweep: AtomicU64::new(0),
             opened: AtomicU64::new(0),
+            changes: Mutex::new(Changes::default()),
         }
     }
 
@@ -117,15 +176,36 @@ impl KeptOpenFs {
         !self.kernel_roots.iter().any(|root| path.starts_with(root))
     }
 
-    fn take_kept(&self, path: &Path) -> Option<Arc<File>> {
+    /// The kept file of `path`, and whether its inode is due for a check.
+    fn take_kept(&self, path: &Path) -> Option<(Arc<File>, bool)> {
+        let now = self.now();
         let kept = lock(&self.kept);
-        let entry = kept.get(path)?;
-        entry.used.store(self.now(), Ordering::Relaxed);
-        Some(Arc::clone(&entry.file))
+        let entry = kept.get(key(path))?;
+        entry.used.store(now, Ordering::Relaxed);
+        let due =
+            now.saturating_sub(entry.verified.load(Ordering::Relaxed)) >= VERIFY_EVERY.as_secs();
+        Some((Arc::clone(&entry.file), due))
     }
 
-    fn forget(&self, path: &Path) {
-        lock(&self.kept).remove(path);
+    fn verified(&self, path: &Path) {
+        if let Some(entry) = lock(&self.kept).get(key(path)) {
+            entry.verified.store(self.now(), Ordering::Relaxed);
+        }
+    }
+
+    /// Drops the kept file of `path`, which was found changed, and counts the change against
+    /// its device.
+    fn changed(&self, path: &Path) {
+        lock(&self.kept).remove(key(path));
+        let device = device_prefix(&self.roots, path);
+        let mut changes = lock(&self.changes);
+        if !changes.by_device.contains_key(device.as_ref())
+            && changes.by_device.len() >= MAX_CHANGED_DEVICES
+        {
+            changes.by_device.clear();
+            changes.resets += 1;
+        }
+        *changes.by_device.entry(device.into_owned()).or_insert(0) += 1;
     }
 
     fn keep(&self, path: &Path, file: File) {
@@ -139,10 +219,11 @@ impl KeptOpenFs {
         }
         if kept.len() < self.capacity {
             kept.insert(
-                path.to_path_buf(),
+                key(path).into(),
                 Kept {
                     file: Arc::new(file),
                     used: AtomicU64::new(now),
+                    verified: AtomicU64::new(now),
                 },
             );
         }
@@ -201,19 +282,21 @@ fn read_in_sequence(mut file: &File) -> io::Result<Vec<u8>> {
 
 impl Fs for KeptOpenFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        if let Some(file) = self.take_kept(path) {
+        if let Some((file, due)) = self.take_kept(path) {
             match read_whole(&file) {
                 Ok(bytes) => {
                     // Outside sysfs a file can be replaced under its path; the kept one then
                     // has no link left.
-                    let replaced =
-                        self.must_check(path) && file.metadata().map_or(true, |m| m.nlink() == 0);
-                    if !replaced {
+                    if !due || !self.must_check(path) {
                         return Ok(bytes);
                     }
-                    self.forget(path);
+                    if file.metadata().is_ok_and(|m| m.nlink() > 0) {
+                        self.verified(path);
+                        return Ok(bytes);
+                    }
+                    self.changed(path);
                 }
-                Err(err) if is_changed(&err) => self.forget(path),
+                Err(err) if is_changed(&err) => self.changed(path),
                 Err(err) => return Err(err),
             }
         }
@@ -244,6 +327,11 @@ impl Fs for KeptOpenFs {
 
     fn files_kept(&self) -> Option<usize> {
         Some(self.kept())
+    }
+
+    fn changes(&self, device: &Path) -> u64 {
+        let changes = lock(&self.changes);
+        changes.resets << 32 | changes.by_device.get(device).copied().unwrap_or(0)
     }
 }
 
@@ -329,20 +417,65 @@ mod tests {
         assert_eq!(fs.kept(), 1);
     }
 
+    /// Makes every kept file due for its inode check, as a second later would.
+    fn a_second_passes(fs: &KeptOpenFs) {
+        for k in lock(&fs.kept).values() {
+            k.verified.store(0, Ordering::Relaxed);
+        }
+    }
+
     #[test]
     fn a_replaced_or_removed_file_is_not_read_through_its_old_descriptor() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("rate");
+        let device = dir.path().join("class/infiniband/mlx5_0");
+        std::fs::create_dir_all(device.join("ports/1")).unwrap();
+        let file = device.join("ports/1/rate");
         std::fs::write(&file, "400 Gb/sec (4X NDR)\n").unwrap();
-        let fs = fs_in(dir.path(), 8);
+        let fs = KeptOpenFs {
+            epoch: Instant::now().checked_sub(Duration::from_secs(5)).unwrap(),
+            ..fs_in(dir.path(), 8)
+        };
         fs.read(&file).unwrap();
+        assert_eq!(fs.changes(&device), 0);
         let tmp = dir.path().join("rate.new");
         std::fs::write(&tmp, "200 Gb/sec (2X NDR)\n").unwrap();
         std::fs::rename(&tmp, &file).unwrap();
+        a_second_passes(&fs);
         assert_eq!(fs.read(&file).unwrap(), b"200 Gb/sec (2X NDR)\n");
+        assert_eq!(
+            fs.changes(&device),
+            1,
+            "the change is counted against its device"
+        );
+        assert_eq!(fs.changes(&dir.path().join("class/infiniband/mlx5_1")), 0);
         std::fs::remove_file(&file).unwrap();
+        a_second_passes(&fs);
         assert_eq!(fs.read(&file).unwrap_err().kind(), io::ErrorKind::NotFound);
         assert_eq!(fs.kept(), 0, "the removed file is forgotten");
+        assert_eq!(fs.changes(&device), 2);
+    }
+
+    #[test]
+    fn a_kept_file_is_checked_for_replacement_once_a_second() {
+        let dir = tempfile::tempdir().unwrap();
+        // The epoch a while back, so "a second later" is a time the clock has reached.
+        let file = dir.path().join("fw_ver");
+        std::fs::write(&file, "28.39.1002\n").unwrap();
+        let fs = KeptOpenFs {
+            epoch: Instant::now().checked_sub(Duration::from_secs(5)).unwrap(),
+            ..fs_in(dir.path(), 8)
+        };
+        fs.read(&file).unwrap();
+        let tmp = dir.path().join("fw_ver.new");
+        std::fs::write(&tmp, "28.40.1000\n").unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+        // Checked just now: the old descriptor still answers.
+        for k in lock(&fs.kept).values() {
+            k.verified.store(u64::MAX, Ordering::Relaxed);
+        }
+        assert_eq!(fs.read(&file).unwrap(), b"28.39.1002\n");
+        a_second_passes(&fs);
+        assert_eq!(fs.read(&file).unwrap(), b"28.40.1000\n");
     }
 
     #[test]
@@ -379,7 +512,7 @@ mod tests {
         std::fs::write(&new, "2\n").unwrap();
         fs.read(&new).unwrap();
         assert_eq!(fs.kept(), 1, "only the file read lately is kept");
-        assert!(lock(&fs.kept).contains_key(&new));
+        assert!(lock(&fs.kept).contains_key(key(&new)));
     }
 
     #[test]

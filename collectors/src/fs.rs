@@ -66,6 +66,14 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn files_kept(&self) -> Option<usize> {
         None
     }
+    /// A number that changes whenever a file it keeps open under the device directory
+    /// `device` ([`crate::guard::device_key`]) is found to stand for its path no more (the
+    /// device was removed, or removed and added again under the same name). A source that
+    /// remembers a device's listings or identity reads them again when it changes. A file
+    /// system that keeps nothing open answers 0.
+    fn changes(&self, _device: &Path) -> u64 {
+        0
+    }
 }
 
 /// The real file system.

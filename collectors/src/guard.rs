@@ -23,6 +23,7 @@
 //! path that blocked, and the device comes back by itself in the first collection after its
 //! read returns. Reads that do not block cost two uncontended lock operations.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -39,6 +40,10 @@ use crate::sysfs::is_pci_address;
 /// The most devices that may be blocked at once. Past this, operations on devices that are not
 /// yet blocked fail at once too, so blocked threads stay bounded.
 pub const MAX_BLOCKED: usize = 32;
+
+/// Past this many attempts with an operation entry, the idle entries are dropped (the runner
+/// drops each when its attempt finishes; this bounds attempts made without one).
+const MAX_IDLE_OPS: usize = 256;
 
 static NEXT_ATTEMPT: AtomicU64 = AtomicU64::new(1);
 
@@ -75,11 +80,12 @@ pub struct BlockedDevice {
     pub blocked_for: Duration,
 }
 
-/// An operation in progress.
+/// The operation an attempt is in, if any. One per attempt, reused from operation to operation
+/// (its path buffer too), so an operation allocates nothing here.
 #[derive(Debug)]
 struct Op {
+    /// 0 between operations.
     id: u64,
-    device: PathBuf,
     path: PathBuf,
     started: Instant,
     /// Whether it reads a file (rather than listing, resolving or testing a path).
@@ -95,7 +101,7 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct State {
-    /// The current operation of each attempt.
+    /// The operation of each attempt that has made one and not finished.
     ops: HashMap<u64, Op>,
     /// Blocked devices, by directory and whether the blocked operation was a file read
     /// (`true`: only reads are refused) or not (`false`: everything is).
@@ -168,14 +174,9 @@ impl GuardedFs {
         let now = Instant::now();
         let mut state = lock(&self.state);
         state.abandoned.insert(id);
-        let op = state.ops.get(&id)?;
-        let (op_id, device, path, started, read) = (
-            op.id,
-            op.device.clone(),
-            op.path.clone(),
-            op.started,
-            op.read,
-        );
+        let op = state.ops.get(&id).filter(|op| op.id != 0)?;
+        let (op_id, path, started, read) = (op.id, op.path.clone(), op.started, op.read);
+        let device = self.device_of(&path);
         let key = (device.clone(), read);
         if state.blocked.len() < MAX_BLOCKED || state.blocked.contains_key(&key) {
             state.blocked.entry(key).or_insert(Entry {
@@ -220,7 +221,6 @@ impl GuardedFs {
         read: bool,
         op: impl FnOnce(&dyn Fs, &Path) -> io::Result<T>,
     ) -> io::Result<T> {
-        let device = self.device_of(path);
         let attempt = ATTEMPT.with(Cell::get);
         let op_id = self.next_op.fetch_add(1, Ordering::Relaxed);
         {
@@ -230,42 +230,42 @@ impl GuardedFs {
             {
                 return Err(skip(Blocked::Abandoned));
             }
-            let blocked = state
-                .blocked
-                .get(&(device.clone(), false))
-                .or_else(|| read.then(|| state.blocked.get(&(device.clone(), true)))?);
-            if let Some(entry) = blocked {
-                return Err(skip(Blocked::DeviceBlocked {
-                    device: PathBuf::from(self.relative(&device)),
-                    for_: entry.since.elapsed(),
-                }));
-            }
-            if state.blocked.len() >= MAX_BLOCKED {
-                return Err(skip(Blocked::TooManyBlocked));
+            if !state.blocked.is_empty() {
+                if let Some(why) = self.refused(&state, path, read) {
+                    return Err(skip(why));
+                }
             }
             if let Some(id) = attempt {
-                state.ops.insert(
-                    id,
-                    Op {
-                        id: op_id,
-                        device: device.clone(),
-                        path: path.to_path_buf(),
-                        started: Instant::now(),
-                        read,
-                    },
-                );
+                if state.ops.len() >= MAX_IDLE_OPS && !state.ops.contains_key(&id) {
+                    // Attempts run outside a runner that finishes them: drop the idle ones.
+                    state.ops.retain(|_, op| op.id != 0);
+                }
+                let current = state.ops.entry(id).or_insert_with(|| Op {
+                    id: 0,
+                    path: PathBuf::new(),
+                    started: Instant::now(),
+                    read,
+                });
+                current.id = op_id;
+                current.path.as_mut_os_string().clear();
+                current.path.as_mut_os_string().push(path.as_os_str());
+                current.started = Instant::now();
+                current.read = read;
             }
         }
         let result = op(self.inner.as_ref(), path);
         let mut state = lock(&self.state);
         if let Some(id) = attempt
-            && state.ops.get(&id).is_some_and(|op| op.id == op_id)
+            && let Some(current) = state.ops.get_mut(&id)
+            && current.id == op_id
         {
-            state.ops.remove(&id);
+            current.id = 0;
         }
-        let key = (device, read);
-        if state.blocked.get(&key).is_some_and(|e| e.op == op_id) {
-            state.blocked.remove(&key);
+        if !state.blocked.is_empty() {
+            let key = (self.device_of(path), read);
+            if state.blocked.get(&key).is_some_and(|e| e.op == op_id) {
+                state.blocked.remove(&key);
+            }
         }
         let abandoned = attempt.is_some_and(|id| state.abandoned.contains(&id));
         drop(state);
@@ -279,6 +279,22 @@ impl GuardedFs {
             ));
         }
         result
+    }
+
+    /// Why an operation on `path` must fail at once, with some device blocked.
+    fn refused(&self, state: &State, path: &Path, read: bool) -> Option<Blocked> {
+        let device = device_prefix(&self.roots, path).into_owned();
+        let blocked = state
+            .blocked
+            .get(&(device.clone(), false))
+            .or_else(|| read.then(|| state.blocked.get(&(device.clone(), true)))?);
+        if let Some(entry) = blocked {
+            return Some(Blocked::DeviceBlocked {
+                device: PathBuf::from(self.relative(&device)),
+                for_: entry.since.elapsed(),
+            });
+        }
+        (state.blocked.len() >= MAX_BLOCKED).then_some(Blocked::TooManyBlocked)
     }
 }
 
@@ -311,6 +327,10 @@ impl Fs for GuardedFs {
     fn files_kept(&self) -> Option<usize> {
         self.inner.files_kept()
     }
+
+    fn changes(&self, device: &Path) -> u64 {
+        self.inner.changes(device)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -324,19 +344,31 @@ const DEVICE_CLASSES: &[&str] = &["infiniband", "infiniband_verbs", "net", "nvme
 /// `bus/<bus>/devices/<name>`, or under `devices/` the class entry or the deepest PCI function.
 /// Paths under procfs map to their first two components; other paths to their parent.
 pub fn device_key(roots: &Roots, path: &Path) -> PathBuf {
+    device_prefix(roots, path).into_owned()
+}
+
+/// [`device_key`] without allocating where the device directory is a prefix of `path` (every
+/// path the sources build): the guard computes it for every read.
+pub fn device_prefix<'a>(roots: &Roots, path: &'a Path) -> Cow<'a, Path> {
     let (root, rel) = if let Ok(rel) = path.strip_prefix(&roots.sysfs) {
         (&roots.sysfs, rel)
     } else if let Ok(rel) = path.strip_prefix(&roots.procfs) {
-        let parts: Vec<_> = normal(rel).take(2).collect();
-        return parts.iter().fold(roots.procfs.clone(), |p, c| p.join(c));
+        return take_components(&roots.procfs, path, rel, 2);
     } else {
-        return path.parent().unwrap_or(path).to_path_buf();
+        return Cow::Borrowed(path.parent().unwrap_or(path));
     };
-    let parts: Vec<&str> = normal(rel).collect();
-    let take = match parts.first().copied() {
+    let mut parts = normal(rel);
+    let take = match parts.next() {
         Some("class") => 3,
-        Some("bus") if parts.get(2) == Some(&"devices") => 4,
+        Some("bus") => {
+            if parts.nth(1) == Some("devices") {
+                4
+            } else {
+                3
+            }
+        }
         Some("devices") => {
+            let parts: Vec<&str> = normal(rel).collect();
             let class = parts
                 .iter()
                 .position(|p| DEVICE_CLASSES.contains(p))
@@ -351,7 +383,37 @@ pub fn device_key(roots: &Roots, path: &Path) -> PathBuf {
         }
         _ => 3,
     };
-    parts.iter().take(take).fold(root.clone(), |p, c| p.join(c))
+    take_components(root, path, rel, take)
+}
+
+/// `root` joined with the first `take` normal components of `rel` (`path` = `root`/`rel`):
+/// a slice of `path` when `rel` is plain (no `.`, `..` or doubled separators), else built.
+fn take_components<'a>(root: &Path, path: &'a Path, rel: &Path, take: usize) -> Cow<'a, Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = rel.as_os_str().as_bytes();
+    let plain = !bytes.starts_with(b"/")
+        && bytes
+            .split(|&b| b == b'/')
+            .all(|c| !c.is_empty() && c != b"." && c != b"..");
+    if plain {
+        let end = bytes
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'/')
+            .map(|(i, _)| i)
+            .nth(take.saturating_sub(1))
+            .unwrap_or(bytes.len());
+        let whole = path.as_os_str().as_bytes();
+        let cut = whole.len() - bytes.len() + end;
+        if take > 0 {
+            return Cow::Borrowed(Path::new(std::ffi::OsStr::from_bytes(&whole[..cut])));
+        }
+    }
+    Cow::Owned(
+        normal(rel)
+            .take(take)
+            .fold(root.to_path_buf(), |p, c| p.join(c)),
+    )
 }
 
 fn normal(path: &Path) -> impl Iterator<Item = &str> {
@@ -450,6 +512,16 @@ mod tests {
         );
         assert_eq!(key("/p/net/dev"), "/p/net/dev");
         assert_eq!(key("/elsewhere/file"), "/elsewhere");
+        assert_eq!(key("/s/bus/pci"), "/s/bus/pci");
+        // Unusual spellings give the same device, built rather than sliced.
+        assert_eq!(
+            key("/s/class//infiniband/./mlx5_0/ports/1/state"),
+            "/s/class/infiniband/mlx5_0"
+        );
+        assert!(matches!(
+            device_prefix(&r, Path::new("/s/class/net/eth0/statistics/rx_bytes")),
+            Cow::Borrowed(p) if p == Path::new("/s/class/net/eth0")
+        ));
     }
 
     /// Starts attempt `id` reading `path` on its own thread, waits until the read is inside
@@ -618,8 +690,8 @@ mod tests {
             assert!(fs.exists(&file));
         });
         assert!(
-            lock(&fs.state).ops.is_empty(),
-            "finished operations are forgotten"
+            lock(&fs.state).ops.values().all(|op| op.id == 0),
+            "finished operations are not current"
         );
     }
 

@@ -11,6 +11,14 @@
 //! parse costs that file's value and is reported as a [`CollectError`]; a device that vanishes
 //! mid-collection is dropped with one error; nothing a device does hides another device.
 //! Devices are filtered by name *before* anything of theirs is read.
+//!
+//! What does not change while a device exists (its identity files, `device` and `driver`
+//! links, each port's link layer, and the listings of its port, counter and driver-counter
+//! directories) is read once and kept ([`Known`]); it is read again after [`KNOWN_FOR`], after
+//! any read of the device fails, and as soon as a kept-open file of the device says it was
+//! removed ([`Fs::changes`]: a device removed and added again under the same name, as on a
+//! driver reload or firmware reset). Counters, port state, rate and the GID table are read
+//! every scrape.
 
 pub(crate) mod netlink;
 pub mod parse;
@@ -96,6 +104,41 @@ pub struct InfinibandSource {
     verbs: Option<Arc<verbs::Verbs>>,
     /// Which GID slots of each port were occupied, and when the whole table was last read.
     gid_tables: Arc<Mutex<HashMap<PathBuf, GidTable>>>,
+    /// What each device's directory holds that does not change, by device name.
+    known: Arc<Mutex<HashMap<String, Arc<Known>>>>,
+}
+
+/// How long what does not change about a device is kept before it is read again.
+pub const KNOWN_FOR: Duration = Duration::from_secs(60);
+
+/// What a device's directory holds that does not change while the device exists: static
+/// attributes and links, and directory listings, by path (`None`: the kernel does not provide
+/// it). Only a read of the device without errors is kept.
+#[derive(Debug, Clone)]
+struct Known {
+    attrs: HashMap<PathBuf, Option<String>>,
+    links: HashMap<PathBuf, Option<String>>,
+    lists: HashMap<PathBuf, Option<Vec<crate::fs::DirEntry>>>,
+    /// When it was read.
+    read_at: Instant,
+    /// [`Fs::changes`] of the device directory then.
+    changes: u64,
+}
+
+impl Known {
+    fn new(changes: u64) -> Self {
+        Known {
+            attrs: HashMap::new(),
+            links: HashMap::new(),
+            lists: HashMap::new(),
+            read_at: Instant::now(),
+            changes,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.attrs.is_empty() && self.links.is_empty() && self.lists.is_empty()
+    }
 }
 
 /// What the last read of a port's GID table found.
@@ -136,6 +179,7 @@ impl InfinibandSource {
             hw_source: HwSource::Sysfs,
             verbs: None,
             gid_tables: Arc::new(Mutex::new(HashMap::new())),
+            known: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -173,7 +217,11 @@ impl InfinibandSource {
             .filter(|e| self.wants(&e.name))
             .map(|e| e.name)
             .collect();
-        // Forget the GID tables of devices that are gone.
+        // Forget what was kept of devices that are gone.
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|name, _| names.contains(name));
         self.gid_tables
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -186,14 +234,26 @@ impl InfinibandSource {
             });
         let src = self.clone();
         let units = run.each(names, 1, move |name| {
+            let dir = src.class_dir.join(name);
+            let changes = src.fs.changes(&dir);
+            let known = src
+                .known
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .filter(|k| k.changes == changes && k.read_at.elapsed() < KNOWN_FOR)
+                .cloned();
             let mut reader = DeviceReader {
                 src: &src,
                 name,
-                dir: src.class_dir.join(name),
+                dir,
                 errors: Vec::new(),
                 netlink: netlink.as_deref(),
+                learned: Known::new(changes),
+                known,
             };
             let device = reader.read();
+            reader.keep_known();
             (device, reader.errors)
         });
         let mut devices = Vec::new();
@@ -314,11 +374,76 @@ struct DeviceReader<'a> {
     dir: PathBuf,
     errors: Vec<CollectError>,
     netlink: Option<&'a Netlink>,
+    /// What was kept of the device, if still valid.
+    known: Option<Arc<Known>>,
+    /// What this read found that `known` did not have.
+    learned: Known,
 }
 
 impl DeviceReader<'_> {
     fn fs(&self) -> &dyn Fs {
         self.src.fs.as_ref()
+    }
+
+    /// Keeps what this read learned for the next, if the read had no errors; forgets what
+    /// was kept otherwise.
+    fn keep_known(&mut self) {
+        let mut known = self.src.known.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.errors.is_empty() {
+            known.remove(self.name);
+            return;
+        }
+        if self.learned.is_empty() && self.known.is_some() {
+            return;
+        }
+        let mut kept = match self.known.take() {
+            Some(old) => Known::clone(&old),
+            None => Known::new(self.learned.changes),
+        };
+        let learned = std::mem::replace(&mut self.learned, Known::new(0));
+        kept.attrs.extend(learned.attrs);
+        kept.links.extend(learned.links);
+        kept.lists.extend(learned.lists);
+        known.insert(self.name.to_owned(), Arc::new(kept));
+    }
+
+    /// An attribute that does not change while the device exists (see [`Known`]).
+    fn static_attr(&mut self, path: &Path) -> Option<String> {
+        if let Some(value) = self.known.as_ref().and_then(|k| k.attrs.get(path)) {
+            return value.clone();
+        }
+        let before = self.errors.len();
+        let value = self.attr(path);
+        if self.errors.len() == before {
+            self.learned.attrs.insert(path.to_path_buf(), value.clone());
+        }
+        value
+    }
+
+    /// A link that does not change while the device exists; any failure is no link.
+    fn static_link(&mut self, path: &Path) -> Option<String> {
+        if let Some(value) = self.known.as_ref().and_then(|k| k.links.get(path)) {
+            return value.clone();
+        }
+        let read = sysfs::read_link_name(self.fs(), None, path);
+        if let Ok(value) = &read {
+            self.learned.links.insert(path.to_path_buf(), value.clone());
+        }
+        read.ok().flatten()
+    }
+
+    /// A listing that does not change while the device exists (`None`: not provided, or it
+    /// failed, with an error recorded).
+    fn static_list(&mut self, path: &Path) -> Option<Vec<crate::fs::DirEntry>> {
+        if let Some(value) = self.known.as_ref().and_then(|k| k.lists.get(path)) {
+            return value.clone();
+        }
+        let before = self.errors.len();
+        let value = self.list(path);
+        if self.errors.len() == before {
+            self.learned.lists.insert(path.to_path_buf(), value.clone());
+        }
+        value
     }
 
     /// Reads this device's attributes, recording their errors.
@@ -330,6 +455,29 @@ impl DeviceReader<'_> {
     /// `None` with one.
     fn attr(&mut self, path: &Path) -> Option<String> {
         self.attrs().string(path)
+    }
+
+    /// [`Self::static_attr`], parsed; a parse failure is recorded (and the text not kept).
+    fn static_parsed<T>(
+        &mut self,
+        path: &Path,
+        parse: impl FnOnce(&str) -> Result<T, parse::ParseError>,
+    ) -> Option<T> {
+        let text = self.static_attr(path)?;
+        match parse(&text) {
+            Ok(value) => Some(value),
+            Err(invalid) => {
+                self.learned.attrs.remove(path);
+                let invalid: sysfs::Invalid = invalid.into();
+                self.errors.push(CollectError::new(
+                    Some(self.name),
+                    path,
+                    invalid.kind,
+                    invalid.detail,
+                ));
+                None
+            }
+        }
     }
 
     /// Reads and parses an optional attribute; a parse failure is recorded.
@@ -363,21 +511,24 @@ impl DeviceReader<'_> {
             name: self.name.to_owned(),
             ..Device::default()
         };
-        device.node_type = self.parsed(&dir.join("node_type"), parse::parse_enumerated);
-        device.node_guid = self.attr(&dir.join("node_guid"));
-        device.sys_image_guid = self.attr(&dir.join("sys_image_guid"));
-        device.fw_ver = self.attr(&dir.join("fw_ver")).filter(|v| !v.is_empty());
-        device.hca_type = self.attr(&dir.join("hca_type"));
-        device.board_id = self.attr(&dir.join("board_id"));
-        device.parent_netdev = self.attr(&dir.join("parent"));
+        device.node_type = self.static_parsed(&dir.join("node_type"), parse::parse_enumerated);
+        device.node_guid = self.static_attr(&dir.join("node_guid"));
+        device.sys_image_guid = self.static_attr(&dir.join("sys_image_guid"));
+        device.fw_ver = self
+            .static_attr(&dir.join("fw_ver"))
+            .filter(|v| !v.is_empty());
+        device.hca_type = self.static_attr(&dir.join("hca_type"));
+        device.board_id = self.static_attr(&dir.join("board_id"));
+        device.parent_netdev = self.static_attr(&dir.join("parent"));
 
         // The `device` link points at the PCI function; software devices have none. A link
         // that cannot be read is no PCI function either.
-        let pci = self.link_name(&dir.join("device")).unwrap_or_default();
+        let pci = self.static_link(&dir.join("device")).unwrap_or_default();
         if sysfs::is_pci_address(&pci) {
             device.pci_address = Some(pci);
-            device.numa_node = self.parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
-            device.driver = self.link_name(&dir.join("device/driver"));
+            device.numa_node =
+                self.static_parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
+            device.driver = self.static_link(&dir.join("device/driver"));
         }
         if device.driver.is_none() && device.parent_netdev.is_some() {
             device.driver = Some("rdma_rxe".to_owned());
@@ -388,7 +539,15 @@ impl DeviceReader<'_> {
         device.hw_counters_lifespan_ms = lifespan;
 
         let ports_dir = dir.join("ports");
-        let entries = match self.fs().read_dir(&ports_dir) {
+        let listed = match self.known.as_ref().and_then(|k| k.lists.get(&ports_dir)) {
+            Some(Some(entries)) => Ok(entries.clone()),
+            _ => self.fs().read_dir(&ports_dir).inspect(|entries| {
+                self.learned
+                    .lists
+                    .insert(ports_dir.clone(), Some(entries.clone()));
+            }),
+        };
+        let entries = match listed {
             Ok(entries) => entries,
             Err(err) => {
                 if self.blocked() {
@@ -447,7 +606,7 @@ impl DeviceReader<'_> {
         };
         port.state = self.parsed(&dir.join("state"), parse::parse_enumerated);
         port.phys_state = self.parsed(&dir.join("phys_state"), parse::parse_enumerated);
-        port.link_layer = self.attr(&dir.join("link_layer"));
+        port.link_layer = self.static_attr(&dir.join("link_layer"));
         port.rate = self.parsed(&dir.join("rate"), parse::parse_rate);
         let infiniband = port.link_layer.as_deref() == Some("InfiniBand");
         if infiniband {
@@ -469,7 +628,7 @@ impl DeviceReader<'_> {
                 port.hw_counters_lifespan_ms = lifespan;
             }
         }
-        port.gids = self.gids(dir);
+        port.gids = self.gids(dir, infiniband);
 
         if !infiniband {
             let netlink_netdev = self.netlink.and_then(|nl| {
@@ -535,7 +694,15 @@ impl DeviceReader<'_> {
     /// The netdev of a PCI function that has exactly one (one port per function, as on
     /// every ConnectX since ConnectX-4).
     fn single_pci_netdev(&mut self) -> Option<String> {
-        let entries = self.fs().read_dir(&self.dir.join("device/net")).ok()?;
+        let path = self.dir.join("device/net");
+        let entries = match self.known.as_ref().and_then(|k| k.lists.get(&path)) {
+            Some(known) => known.clone()?,
+            None => {
+                let entries = self.fs().read_dir(&path).ok();
+                self.learned.lists.insert(path, entries.clone());
+                entries?
+            }
+        };
         match entries.as_slice() {
             [only] => Some(only.name.clone()),
             _ => None,
@@ -545,7 +712,7 @@ impl DeviceReader<'_> {
     fn pma_counters(&mut self, port_dir: &Path) -> Vec<PmaCounter> {
         let mut by_name: BTreeMap<String, PmaCounter> = BTreeMap::new();
         let counters_dir = port_dir.join("counters");
-        if let Some(entries) = self.list(&counters_dir) {
+        if let Some(entries) = self.static_list(&counters_dir) {
             // The extended group (unicast/multicast files) has 64-bit data and packet counters.
             let extended = entries.iter().any(|e| e.name == "unicast_xmit_packets");
             for entry in entries.iter().filter(|e| !e.is_dir) {
@@ -573,7 +740,7 @@ impl DeviceReader<'_> {
             }
         }
         let ext_dir = port_dir.join("counters_ext");
-        if let Some(entries) = self.list(&ext_dir) {
+        if let Some(entries) = self.static_list(&ext_dir) {
             for entry in entries.iter().filter(|e| !e.is_dir) {
                 let path = ext_dir.join(&entry.name);
                 let Some(value) = self.parsed(&path, parse::parse_counter) else {
@@ -612,7 +779,7 @@ impl DeviceReader<'_> {
     }
 
     fn hw_counters(&mut self, dir: &Path) -> (Vec<HwCounter>, Option<u64>) {
-        let Some(entries) = self.list(dir) else {
+        let Some(entries) = self.static_list(dir) else {
             return (Vec::new(), None);
         };
         let mut counters = Vec::with_capacity(entries.len());
@@ -638,7 +805,7 @@ impl DeviceReader<'_> {
     /// [`GID_FREE_PROBES`] free ones (where the kernel puts a new GID) are read, so a GID that
     /// is added or removed is seen the scrape after, at a fraction of the reads (an mlx5 RoCE
     /// port lists 255 slots, rxe 1,024, nearly all free).
-    fn gids(&mut self, port_dir: &Path) -> Option<Vec<Gid>> {
+    fn gids(&mut self, port_dir: &Path, infiniband: bool) -> Option<Vec<Gid>> {
         let gids_dir = port_dir.join("gids");
         let known = self
             .src
@@ -657,7 +824,7 @@ impl DeviceReader<'_> {
             let probe: Vec<String> = table.occupied.iter().chain(free).cloned().collect();
             let mut probe_sorted = probe.clone();
             probe_sorted.sort_by(|a, b| crate::fs::natural_cmp(a, b));
-            let gids = self.read_gids(port_dir, &probe_sorted);
+            let gids = self.read_gids(port_dir, &probe_sorted, infiniband);
             let occupied: Vec<String> = gids.iter().map(|g| g.index.to_string()).collect();
             let grew = occupied.iter().any(|o| !table.occupied.contains(o));
             if !grew {
@@ -671,7 +838,7 @@ impl DeviceReader<'_> {
             .filter(|e| e.name.parse::<u32>().is_ok())
             .map(|e| e.name)
             .collect();
-        let gids = self.read_gids(port_dir, &slots);
+        let gids = self.read_gids(port_dir, &slots, infiniband);
         let occupied = gids.iter().map(|g| g.index.to_string()).collect();
         self.remember_gids(port_dir, slots, occupied, Instant::now());
         Some(gids)
@@ -699,7 +866,7 @@ impl DeviceReader<'_> {
     }
 
     /// Reads the GID slots `slots` (names under `gids/`), returning the occupied ones.
-    fn read_gids(&mut self, port_dir: &Path, slots: &[String]) -> Vec<Gid> {
+    fn read_gids(&mut self, port_dir: &Path, slots: &[String], infiniband: bool) -> Vec<Gid> {
         let gids_dir = port_dir.join("gids");
         let mut gids = Vec::new();
         for slot in slots {
@@ -711,9 +878,14 @@ impl DeviceReader<'_> {
                 continue;
             };
             // For a slot without attributes the kernel fails these reads with EINVAL "for user
-            // space compatibility"; and native InfiniBand GIDs never have a netdev.
+            // space compatibility"; and native InfiniBand GIDs never have a netdev, so theirs
+            // is not read.
             let gid_type = self.gid_attr(&port_dir.join("gid_attrs/types").join(slot));
-            let netdev = self.gid_attr(&port_dir.join("gid_attrs/ndevs").join(slot));
+            let netdev = if infiniband {
+                None
+            } else {
+                self.gid_attr(&port_dir.join("gid_attrs/ndevs").join(slot))
+            };
             gids.push(Gid {
                 index,
                 gid,
@@ -729,11 +901,6 @@ impl DeviceReader<'_> {
             .unknown_on(&[libc::EINVAL])
             .string(path)
             .filter(|v| !v.is_empty())
-    }
-
-    /// The target name of a link; any failure is no link (software devices have none).
-    fn link_name(&self, path: &Path) -> Option<String> {
-        sysfs::peek_link(self.fs(), path)
     }
 }
 
