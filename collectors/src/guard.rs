@@ -230,10 +230,10 @@ impl GuardedFs {
             {
                 return Err(skip(Blocked::Abandoned));
             }
-            if !state.blocked.is_empty() {
-                if let Some(why) = self.refused(&state, path, read) {
-                    return Err(skip(why));
-                }
+            if !state.blocked.is_empty()
+                && let Some(why) = self.refused(&state, path, read)
+            {
+                return Err(skip(why));
             }
             if let Some(id) = attempt {
                 if state.ops.len() >= MAX_IDLE_OPS && !state.ops.contains_key(&id) {
@@ -360,13 +360,7 @@ pub fn device_prefix<'a>(roots: &Roots, path: &'a Path) -> Cow<'a, Path> {
     let mut parts = normal(rel);
     let take = match parts.next() {
         Some("class") => 3,
-        Some("bus") => {
-            if parts.nth(1) == Some("devices") {
-                4
-            } else {
-                3
-            }
-        }
+        Some("bus") if parts.nth(1) == Some("devices") => 4,
         Some("devices") => {
             let parts: Vec<&str> = normal(rel).collect();
             let class = parts
