@@ -37,8 +37,8 @@ impl SourceOutcome {
 /// One collection: every enabled source's outcome, in registry order.
 #[derive(Debug, Clone)]
 pub struct Collection {
-    /// The outcomes.
-    pub outcomes: Vec<SourceOutcome>,
+    /// The outcomes, shared with the scrapes that answer with the same collection.
+    pub outcomes: Vec<std::sync::Arc<SourceOutcome>>,
     /// The collection's sequence number (1 for the first).
     pub sequence: u64,
 }

@@ -6,6 +6,7 @@
 //! invalid family.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// The type of a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,11 +56,89 @@ impl From<bool> for Value {
     }
 }
 
+/// A label value: owned, or shared between the samples of one thing (a port's `device` and
+/// `port` labels are on every one of its samples, and sharing them saves two allocations per
+/// sample).
+#[derive(Clone)]
+pub(crate) enum Label {
+    /// A value of its own.
+    Owned(String),
+    /// A value shared with other samples.
+    Shared(Arc<str>),
+    /// A value known when the agent was built.
+    Static(&'static str),
+}
+
+impl Label {
+    /// A value to share between samples.
+    pub(crate) fn shared(value: &str) -> Self {
+        Label::Shared(Arc::from(value))
+    }
+
+    /// The value.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Label::Owned(s) => s,
+            Label::Shared(s) => s,
+            Label::Static(s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for Label {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for Label {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<str> for Label {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Label {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<String> for Label {
+    fn from(value: String) -> Self {
+        Label::Owned(value)
+    }
+}
+
+impl From<&str> for Label {
+    fn from(value: &str) -> Self {
+        Label::Owned(value.to_owned())
+    }
+}
+
 /// One series: label pairs and a value.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Sample {
     /// Label names and values, in output order.
-    pub(crate) labels: Vec<(&'static str, String)>,
+    pub(crate) labels: Vec<(&'static str, Label)>,
     /// The value.
     pub(crate) value: Value,
 }
@@ -114,9 +193,22 @@ impl Family {
     }
 
     /// Adds a sample.
-    pub(crate) fn push(&mut self, labels: Vec<(&'static str, String)>, value: impl Into<Value>) {
+    pub(crate) fn push<L: Into<Label>>(
+        &mut self,
+        labels: Vec<(&'static str, L)>,
+        value: impl Into<Value>,
+    ) {
         self.samples.push(Sample {
-            labels,
+            // Collected in place: a `String` and a `Label` are the same size.
+            labels: labels.into_iter().map(|(k, v)| (k, v.into())).collect(),
+            value: value.into(),
+        });
+    }
+
+    /// Adds a sample without labels.
+    pub(crate) fn push_unlabelled(&mut self, value: impl Into<Value>) {
+        self.samples.push(Sample {
+            labels: Vec::new(),
             value: value.into(),
         });
     }
@@ -247,6 +339,10 @@ pub(crate) fn escape_help(help: &str, format: Format) -> String {
 
 /// Escapes a label value as both formats require: `\`, `"` and newline.
 fn escape_label_value(out: &mut String, value: &str) {
+    if !value.contains(['\\', '"', '\n']) {
+        out.push_str(value);
+        return;
+    }
     for c in value.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -276,22 +372,22 @@ mod tests {
         let mut data = Family::counter("railscope_ib_port_data_bytes", "Data bytes.");
         data.push(
             vec![
-                ("device", "mlx5_0".into()),
-                ("port", "1".into()),
-                ("direction", "rx".into()),
+                ("device", "mlx5_0".to_owned()),
+                ("port", "1".to_owned()),
+                ("direction", "rx".to_owned()),
             ],
             400u64,
         );
         let mut info = Family::info("railscope_ib_device", "Device identity.");
         info.push(
             vec![
-                ("device", "mlx5_0".into()),
-                ("board_id", "a \"b\" \\c\nd".into()),
+                ("device", "mlx5_0".to_owned()),
+                ("board_id", "a \"b\" \\c\nd".to_owned()),
             ],
             1u64,
         );
         let mut up = Family::gauge("railscope_up", "Up.");
-        up.push(vec![], 0.25f64);
+        up.push_unlabelled(0.25f64);
         let empty = Family::gauge("railscope_empty", "Never written.");
         vec![data, info, up, empty]
     }

@@ -211,7 +211,7 @@ fn expected_samples(families: &[Family]) -> Vec<(String, Vec<(String, String)>)>
                     f.sample_name(),
                     s.labels
                         .iter()
-                        .map(|(n, v)| ((*n).to_owned(), v.clone()))
+                        .map(|(n, v)| ((*n).to_owned(), v.to_string()))
                         .collect(),
                 )
             })
@@ -304,9 +304,9 @@ proptest! {
     #[test]
     fn values_round_trip(f in any::<f64>(), u in any::<u64>(), i in any::<i64>()) {
         let mut family = Family::gauge("railscope_test", "Test.");
-        family.push(vec![], f);
-        family.push(vec![], u);
-        family.push(vec![], i);
+        family.push_unlabelled(f);
+        family.push_unlabelled(u);
+        family.push_unlabelled(i);
         for format in [Format::Prometheus, Format::OpenMetrics] {
             let text = encode(std::slice::from_ref(&family), format);
             let values: Vec<String> = parse_exposition(&text, format)

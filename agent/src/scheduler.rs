@@ -55,7 +55,7 @@ struct Inflight {
     sequence: u64,
     started: Instant,
     deadline: Arc<Deadline>,
-    board: Mutex<Vec<Option<SourceOutcome>>>,
+    board: Mutex<Vec<Option<Arc<SourceOutcome>>>>,
     done: AtomicBool,
     posted: tokio::sync::Notify,
 }
@@ -67,7 +67,7 @@ impl Inflight {
         if board[index].is_some() {
             return false;
         }
-        board[index] = Some(outcome());
+        board[index] = Some(Arc::new(outcome()));
         if board.iter().all(Option::is_some) {
             self.done.store(true, Ordering::Release);
         }
@@ -105,7 +105,7 @@ impl Inflight {
                 .map(|(name, posted)| {
                     posted
                         .clone()
-                        .unwrap_or_else(|| SourceOutcome::failed(name, elapsed))
+                        .unwrap_or_else(|| Arc::new(SourceOutcome::failed(name, elapsed)))
                 })
                 .collect(),
             sequence: self.sequence,

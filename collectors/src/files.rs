@@ -32,7 +32,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::fs::{DirEntry, Fs, MAX_ATTRIBUTE_BYTES, RealFs, Roots};
+use crate::fs::{DirEntry, Fs, MAX_ATTRIBUTE_BYTES, PathHasher, RealFs, Roots};
 use crate::guard::device_prefix;
 
 /// Outside a kernel file system, how often a kept file is checked for having been replaced or
@@ -72,29 +72,6 @@ struct Kept {
     used: AtomicU64,
     /// Seconds after the epoch when its inode was last checked (outside kernel file systems).
     verified: AtomicU64,
-}
-
-/// FxHash (rustc's hasher) over a path's bytes: a kept file is looked up on every read, and
-/// `Path`'s own `Hash` walks its components through SipHash.
-#[derive(Debug, Default)]
-struct PathHasher(u64);
-
-impl Hasher for PathHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 /// Kept files by the bytes of their path.
@@ -238,17 +215,23 @@ fn is_changed(err: &io::Error) -> bool {
     )
 }
 
-/// One `pread` at offset 0 of a whole attribute. A file that cannot seek (a pipe: never in
-/// sysfs, but a test or a mirror may have one) is read in sequence instead.
-fn read_whole(file: &File) -> io::Result<Vec<u8>> {
+/// One `pread` at offset 0 of a whole attribute, lent to `f` from a buffer of the reading
+/// thread. A file that cannot seek (a pipe: never in sysfs, but a test or a mirror may have
+/// one) is read in sequence instead.
+fn read_whole(file: &File, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
     thread_local! {
-        // One buffer larger than any attribute per reading thread, so a read allocates only
-        // what the attribute holds.
+        // One buffer larger than any attribute per reading thread, so a read allocates
+        // nothing.
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let size = usize::try_from(MAX_ATTRIBUTE_BYTES).unwrap_or(usize::MAX) + 1;
     BUF.with(|cell| {
-        let mut buf = cell.borrow_mut();
+        let Ok(mut buf) = cell.try_borrow_mut() else {
+            // `f` read another file on this thread: it gets a buffer of its own.
+            let bytes = read_in_sequence(file)?;
+            f(&bytes);
+            return Ok(());
+        };
         if buf.len() < size {
             buf.resize(size, 0);
         }
@@ -256,7 +239,10 @@ fn read_whole(file: &File) -> io::Result<Vec<u8>> {
             match file.read_at(&mut buf[..size], 0) {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) if err.raw_os_error() == Some(libc::ESPIPE) => {
-                    return read_in_sequence(file);
+                    drop(buf);
+                    let bytes = read_in_sequence(file)?;
+                    f(&bytes);
+                    return Ok(());
                 }
                 other => break other?,
             }
@@ -264,7 +250,8 @@ fn read_whole(file: &File) -> io::Result<Vec<u8>> {
         if n >= size {
             return Err(io::Error::from_raw_os_error(libc::EFBIG));
         }
-        Ok(buf[..n].to_vec())
+        f(&buf[..n]);
+        Ok(())
     })
 }
 
@@ -282,31 +269,36 @@ fn read_in_sequence(mut file: &File) -> io::Result<Vec<u8>> {
 
 impl Fs for KeptOpenFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_with(path, &mut |bytes| out.extend_from_slice(bytes))?;
+        Ok(out)
+    }
+
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
         if let Some((file, due)) = self.take_kept(path) {
-            match read_whole(&file) {
-                Ok(bytes) => {
-                    // Outside sysfs a file can be replaced under its path; the kept one then
-                    // has no link left.
-                    if !due || !self.must_check(path) {
-                        return Ok(bytes);
-                    }
-                    if file.metadata().is_ok_and(|m| m.nlink() > 0) {
-                        self.verified(path);
-                        return Ok(bytes);
-                    }
-                    self.changed(path);
+            // Outside sysfs a file can be replaced under its path; the kept one then has no
+            // link left.
+            let check = due && self.must_check(path);
+            if check && !file.metadata().is_ok_and(|m| m.nlink() > 0) {
+                self.changed(path);
+            } else {
+                if check {
+                    self.verified(path);
                 }
-                Err(err) if is_changed(&err) => self.changed(path),
-                Err(err) => return Err(err),
+                match read_whole(&file, f) {
+                    Ok(()) => return Ok(()),
+                    Err(err) if is_changed(&err) => self.changed(path),
+                    Err(err) => return Err(err),
+                }
             }
         }
         let file = File::open(path)?;
         self.opened.fetch_add(1, Ordering::Relaxed);
-        let bytes = read_whole(&file)?;
+        read_whole(&file, f)?;
         if file.metadata().is_ok_and(|m| m.file_type().is_file()) {
             self.keep(path, file);
         }
-        Ok(bytes)
+        Ok(())
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {

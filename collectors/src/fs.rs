@@ -7,8 +7,11 @@
 //! that a plain directory of files cannot produce.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Where the kernel's pseudo file systems are mounted.
@@ -62,6 +65,14 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Resolves every symlink of `path` (`realpath`).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Reads `path` and lends its bytes to `f`, for a reader that parses them at once: a file
+    /// system that reads into a buffer of its own lends that instead of a copy. `f` is called
+    /// once when the read succeeds, never when it fails.
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        let bytes = self.read(path)?;
+        f(&bytes);
+        Ok(())
+    }
     /// How many files it keeps open between reads, for a file system that does.
     fn files_kept(&self) -> Option<usize> {
         None
@@ -115,6 +126,82 @@ impl Fs for RealFs {
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::canonicalize(path)
+    }
+}
+
+/// FxHash (rustc's hasher) over a path's bytes, for maps looked up on every read: `Path`'s own
+/// `Hash` walks its components through SipHash.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PathHasher(u64);
+
+impl Hasher for PathHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by path, hashed over the path's bytes ([`PathHasher`]): two spellings of one
+/// path are two keys, which is right for paths a source builds the same way every time.
+#[derive(Debug, Clone)]
+pub struct PathMap<V> {
+    map: HashMap<Box<[u8]>, V, BuildHasherDefault<PathHasher>>,
+}
+
+impl<V> Default for PathMap<V> {
+    fn default() -> Self {
+        PathMap {
+            map: HashMap::default(),
+        }
+    }
+}
+
+impl<V> PathMap<V> {
+    /// The value of `path`.
+    pub fn get(&self, path: &Path) -> Option<&V> {
+        self.map.get(path.as_os_str().as_bytes())
+    }
+
+    /// Sets the value of `path`.
+    pub fn insert(&mut self, path: &Path, value: V) -> Option<V> {
+        self.map.insert(path.as_os_str().as_bytes().into(), value)
+    }
+
+    /// Removes `path`.
+    pub fn remove(&mut self, path: &Path) -> Option<V> {
+        self.map.remove(path.as_os_str().as_bytes())
+    }
+
+    /// Keeps the entries `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Path, &mut V) -> bool) {
+        self.map
+            .retain(|k, v| keep(Path::new(std::ffi::OsStr::from_bytes(k)), v));
+    }
+
+    /// Moves every entry of `other` in, replacing entries of the same path.
+    pub fn extend(&mut self, other: PathMap<V>) {
+        self.map.extend(other.map);
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// How many entries it has.
+    pub fn len(&self) -> usize {
+        self.map.len()
     }
 }
 

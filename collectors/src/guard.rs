@@ -307,6 +307,10 @@ impl Fs for GuardedFs {
         self.run(path, true, |fs, p| fs.read(p))
     }
 
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        self.run(path, true, |fs, p| fs.read_with(p, f))
+    }
+
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         self.run(path, false, |fs, p| fs.read_dir(p))
     }

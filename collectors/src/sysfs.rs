@@ -26,9 +26,12 @@ use crate::fs::{DirEntry, Fs, is_not_found};
 /// An attribute's value: the kernel's text (lossy UTF-8) without its trailing newline, white
 /// space and NULs.
 pub fn attribute_text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .trim_end_matches(|c: char| c.is_whitespace() || c == '\0')
-        .to_owned()
+    trim_attribute(&String::from_utf8_lossy(bytes)).to_owned()
+}
+
+/// The text of [`attribute_text`], borrowed.
+fn trim_attribute(text: &str) -> &str {
+    text.trim_end_matches(|c: char| c.is_whitespace() || c == '\0')
 }
 
 /// Reads a file's bytes as they are (binary attributes such as PCI `config`).
@@ -57,15 +60,22 @@ pub fn read_parsed<T, E: Into<Invalid>>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<Option<T>, CollectError> {
-    let Some(text) = read_string(fs, device, path)? else {
-        return Ok(None);
-    };
-    match parse(&text) {
-        Ok(value) => Ok(Some(value)),
-        Err(invalid) => {
-            let Invalid { kind, detail } = invalid.into();
-            Err(CollectError::new(device, path, kind, detail))
+    let mut parse = Some(parse);
+    let mut parsed = None;
+    let read = fs.read_with(path, &mut |bytes| {
+        if let Some(parse) = parse.take() {
+            let text = String::from_utf8_lossy(bytes);
+            parsed = Some(parse(trim_attribute(&text)).map_err(Into::into));
         }
+    });
+    if errno_rule(device, path, read)?.is_none() {
+        return Ok(None);
+    }
+    match parsed {
+        Some(Ok(value)) => Ok(Some(value)),
+        Some(Err(Invalid { kind, detail })) => Err(CollectError::new(device, path, kind, detail)),
+        // A file system that answered without lending the bytes: nothing to parse.
+        None => Ok(None),
     }
 }
 

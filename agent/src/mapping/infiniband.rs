@@ -9,7 +9,7 @@
 
 use railscope_collectors::sources::infiniband::{PmaCounter, Port, Snapshot, pma};
 
-use crate::exposition::Family;
+use crate::exposition::{Family, Label};
 
 /// How a known PMA counter is exported.
 struct PmaFamily {
@@ -157,19 +157,22 @@ const PMA_FAMILIES: &[PmaFamily] = &[
     ),
 ];
 
-fn device_port(device: &str, port: &Port) -> Vec<(&'static str, String)> {
+fn device_port(device: &str, port: &Port) -> Vec<(&'static str, Label)> {
     vec![
-        ("device", device.to_owned()),
-        ("port", port.number.to_string()),
+        ("device", Label::shared(device)),
+        ("port", Label::shared(&port.number.to_string())),
     ]
 }
 
+/// A port's labels (shared) and `extra` ones.
 fn with(
-    mut labels: Vec<(&'static str, String)>,
+    labels: &[(&'static str, Label)],
     extra: &[(&'static str, &str)],
-) -> Vec<(&'static str, String)> {
-    labels.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-    labels
+) -> Vec<(&'static str, Label)> {
+    let mut out = Vec::with_capacity(labels.len() + extra.len());
+    out.extend_from_slice(labels);
+    out.extend(extra.iter().map(|(k, v)| (*k, Label::from(*v))));
+    out
 }
 
 /// Maps a snapshot to its families, in a fixed order.
@@ -183,7 +186,7 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
 }
 
 /// Every port of every device with its `device` and `port` labels, in snapshot order.
-fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&Port, Vec<(&'static str, String)>)> {
+fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&Port, Vec<(&'static str, Label)>)> {
     snapshot.devices.iter().flat_map(|device| {
         device
             .ports
@@ -295,7 +298,7 @@ fn port_link_families(snapshot: &Snapshot) -> Vec<Family> {
         "Largest RDMA MTU the port supports, from ibv_query_port.",
     );
     for (port, labels) in ports(snapshot) {
-        port_info.push(with(labels.clone(), &port_description(port)), 1u64);
+        port_info.push(with(&labels, &port_description(port)), 1u64);
         if let Some(s) = &port.state {
             state.push(labels.clone(), s.value);
         }
@@ -383,7 +386,7 @@ fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
             map_pma(counter, &labels, &mut named, &mut pma_other);
             if counter.bits.is_some() {
                 saturated.push(
-                    with(labels.clone(), &[("counter", &counter.name)]),
+                    with(&labels, &[("counter", &counter.name)]),
                     counter.saturated(),
                 );
             }
@@ -405,10 +408,7 @@ fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
     );
     for (port, labels) in ports(snapshot) {
         for counter in &port.hw_counters {
-            port_hw.push(
-                with(labels.clone(), &[("counter", &counter.name)]),
-                counter.value,
-            );
+            port_hw.push(with(&labels, &[("counter", &counter.name)]), counter.value);
         }
         if let Some(ms) = port.hw_counters_lifespan_ms {
             port_lifespan.push(labels, ms as f64 / 1000.0);
@@ -439,7 +439,7 @@ fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
             }
             gid_info.push(
                 with(
-                    labels.clone(),
+                    &labels,
                     &[
                         ("index", &gid.index.to_string()),
                         ("gid", &gid.gid),
@@ -451,7 +451,7 @@ fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
             );
         }
         for (gid_type, n) in types {
-            gid_entries.push(with(labels.clone(), &[("type", gid_type)]), n);
+            gid_entries.push(with(&labels, &[("type", gid_type)]), n);
         }
     }
     vec![gid_info, gid_entries]
@@ -459,7 +459,7 @@ fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
 
 fn map_pma(
     counter: &PmaCounter,
-    labels: &[(&'static str, String)],
+    labels: &[(&'static str, Label)],
     named: &mut [Family],
     other: &mut Family,
 ) {
@@ -467,7 +467,7 @@ fn map_pma(
         Some(spec) => {
             let mut labels = labels.to_vec();
             if let Some(direction) = spec.direction {
-                labels.push(("direction", direction.to_owned()));
+                labels.push(("direction", Label::Static(direction)));
             }
             let value = counter
                 .value
@@ -476,10 +476,7 @@ fn map_pma(
                 family.push(labels, value);
             }
         }
-        None => other.push(
-            with(labels.to_vec(), &[("counter", &counter.name)]),
-            counter.value,
-        ),
+        None => other.push(with(labels, &[("counter", &counter.name)]), counter.value),
     }
 }
 
@@ -546,7 +543,7 @@ mod tests {
         let families = families(&snapshot);
         let data = find(&families, "railscope_ib_port_data_bytes");
         assert_eq!(data.samples[0].value, 40u64.into());
-        assert_eq!(data.samples[0].labels[2], ("direction", "rx".to_owned()));
+        assert_eq!(data.samples[0].labels[2], ("direction", Label::from("rx")));
         assert_eq!(
             find(&families, "railscope_ib_port_rate_bytes_per_second").samples[0].value,
             50_000_000_000u64.into()
@@ -563,12 +560,12 @@ mod tests {
         );
         assert_eq!(
             find(&families, "railscope_ib_port_pma_other").samples[0].labels[2],
-            ("counter", "port_rcv_discards".to_owned())
+            ("counter", Label::from("port_rcv_discards"))
         );
         let entries: Vec<_> = find(&families, "railscope_ib_port_gid_entries")
             .samples
             .iter()
-            .map(|s| (s.labels[2].1.clone(), s.value))
+            .map(|s| (s.labels[2].1.to_string(), s.value))
             .collect();
         assert_eq!(
             entries,

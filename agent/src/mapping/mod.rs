@@ -83,12 +83,12 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         "railscope_collections",
         "Collections run since start; concurrent scrapes share one collection.",
     );
-    collections.push(vec![], totals.collections);
+    collections.push_unlabelled(totals.collections);
     let mut requests = Family::counter(
         "railscope_scrape_requests",
         "Scrapes of the metrics endpoint since start, including those that shared a running collection.",
     );
-    requests.push(vec![], totals.requests);
+    requests.push_unlabelled(totals.requests);
     let mut blocked = Family::gauge(
         "railscope_sysfs_blocked_seconds",
         "How long a read under this device directory has been blocked in the kernel; the device's series are skipped until it returns.",
@@ -103,13 +103,13 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         "railscope_sysfs_read_timeouts",
         "File-system reads that blocked in the kernel past their wait (half the time left to the deadline), since start.",
     );
-    timeouts.push(vec![], totals.fs_timeouts);
+    timeouts.push_unlabelled(totals.fs_timeouts);
     let mut kept = Family::gauge(
         "railscope_open_files_kept",
         "sysfs and procfs attribute files kept open between scrapes and re-read in place (bounded by half the descriptor limit; closed when not read for two minutes).",
     );
     if let Some(n) = totals.files_kept {
-        kept.push(vec![], n as u64);
+        kept.push_unlabelled(n as u64);
     }
     vec![
         build,
@@ -130,32 +130,32 @@ fn process_families(p: &ProcessStats) -> Vec<Family> {
         "process_cpu_seconds",
         "Total user and system CPU time spent in seconds.",
     );
-    cpu.push(vec![], p.cpu_seconds);
+    cpu.push_unlabelled(p.cpu_seconds);
     let mut rss = Family::gauge(
         "process_resident_memory_bytes",
         "Resident memory size in bytes.",
     );
-    rss.push(vec![], p.resident_memory_bytes);
+    rss.push_unlabelled(p.resident_memory_bytes);
     let mut vsz = Family::gauge(
         "process_virtual_memory_bytes",
         "Virtual memory size in bytes.",
     );
-    vsz.push(vec![], p.virtual_memory_bytes);
+    vsz.push_unlabelled(p.virtual_memory_bytes);
     let mut open = Family::gauge("process_open_fds", "Number of open file descriptors.");
-    open.push(vec![], p.open_fds);
+    open.push_unlabelled(p.open_fds);
     let mut max = Family::gauge(
         "process_max_fds",
         "Maximum number of open file descriptors.",
     );
     if let Some(m) = p.max_fds {
-        max.push(vec![], m);
+        max.push_unlabelled(m);
     }
     let mut start = Family::gauge(
         "process_start_time_seconds",
         "Start time of the process since unix epoch in seconds.",
     );
-    start.push(vec![], p.start_time_seconds);
+    start.push_unlabelled(p.start_time_seconds);
     let mut threads = Family::gauge("process_threads", "Number of OS threads in the process.");
-    threads.push(vec![], p.threads);
+    threads.push_unlabelled(p.threads);
     vec![cpu, rss, vsz, open, max, start, threads]
 }

@@ -207,12 +207,12 @@ pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
         .modules
         .iter()
         .any(|(m, l)| *l && (*m == "nvidia_peermem" || *m == "nv_peer_mem"));
-    peermem.push(vec![], loaded);
+    peermem.push_unlabelled(loaded);
     let mut units = Family::gauge(
         "railscope_host_iommu_units",
         "IOMMU units the kernel registered (/sys/class/iommu).",
     );
-    units.push(vec![], snapshot.iommu_units as u64);
+    units.push_unlabelled(snapshot.iommu_units as u64);
     let mut mode = Family::gauge(
         "railscope_host_iommu_mode",
         "IOMMU translation mode for devices, one series per mode, 1 for the current one: translated costs or breaks GPU-NIC peer-to-peer DMA.",

@@ -36,7 +36,7 @@ use regex::Regex;
 pub use types::*;
 
 use crate::error::{CollectError, ErrorKind, Origin};
-use crate::fs::{Fs, Roots, is_not_found};
+use crate::fs::{Fs, PathMap, Roots, is_not_found};
 use crate::run::{Run, standalone};
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
@@ -103,7 +103,7 @@ pub struct InfinibandSource {
     hw_source: HwSource,
     verbs: Option<Arc<verbs::Verbs>>,
     /// Which GID slots of each port were occupied, and when the whole table was last read.
-    gid_tables: Arc<Mutex<HashMap<PathBuf, GidTable>>>,
+    gid_tables: Arc<Mutex<PathMap<GidTable>>>,
     /// What each device's directory holds that does not change, by device name.
     known: Arc<Mutex<HashMap<String, Arc<Known>>>>,
 }
@@ -111,14 +111,17 @@ pub struct InfinibandSource {
 /// How long what does not change about a device is kept before it is read again.
 pub const KNOWN_FOR: Duration = Duration::from_secs(60);
 
+/// A directory's entries, shared between the scrapes that use them.
+type Listing = Arc<Vec<crate::fs::DirEntry>>;
+
 /// What a device's directory holds that does not change while the device exists: static
 /// attributes and links, and directory listings, by path (`None`: the kernel does not provide
 /// it). Only a read of the device without errors is kept.
 #[derive(Debug, Clone)]
 struct Known {
-    attrs: HashMap<PathBuf, Option<String>>,
-    links: HashMap<PathBuf, Option<String>>,
-    lists: HashMap<PathBuf, Option<Vec<crate::fs::DirEntry>>>,
+    attrs: PathMap<Option<String>>,
+    links: PathMap<Option<String>>,
+    lists: PathMap<Option<Listing>>,
     /// When it was read.
     read_at: Instant,
     /// [`Fs::changes`] of the device directory then.
@@ -128,9 +131,9 @@ struct Known {
 impl Known {
     fn new(changes: u64) -> Self {
         Known {
-            attrs: HashMap::new(),
-            links: HashMap::new(),
-            lists: HashMap::new(),
+            attrs: PathMap::default(),
+            links: PathMap::default(),
+            lists: PathMap::default(),
             read_at: Instant::now(),
             changes,
         }
@@ -178,7 +181,7 @@ impl InfinibandSource {
             exclude,
             hw_source: HwSource::Sysfs,
             verbs: None,
-            gid_tables: Arc::new(Mutex::new(HashMap::new())),
+            gid_tables: Arc::new(Mutex::new(PathMap::default())),
             known: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -415,7 +418,7 @@ impl DeviceReader<'_> {
         let before = self.errors.len();
         let value = self.attr(path);
         if self.errors.len() == before {
-            self.learned.attrs.insert(path.to_path_buf(), value.clone());
+            self.learned.attrs.insert(path, value.clone());
         }
         value
     }
@@ -427,21 +430,21 @@ impl DeviceReader<'_> {
         }
         let read = sysfs::read_link_name(self.fs(), None, path);
         if let Ok(value) = &read {
-            self.learned.links.insert(path.to_path_buf(), value.clone());
+            self.learned.links.insert(path, value.clone());
         }
         read.ok().flatten()
     }
 
     /// A listing that does not change while the device exists (`None`: not provided, or it
     /// failed, with an error recorded).
-    fn static_list(&mut self, path: &Path) -> Option<Vec<crate::fs::DirEntry>> {
+    fn static_list(&mut self, path: &Path) -> Option<Listing> {
         if let Some(value) = self.known.as_ref().and_then(|k| k.lists.get(path)) {
             return value.clone();
         }
         let before = self.errors.len();
-        let value = self.list(path);
+        let value = self.list(path).map(Arc::new);
         if self.errors.len() == before {
-            self.learned.lists.insert(path.to_path_buf(), value.clone());
+            self.learned.lists.insert(path, value.clone());
         }
         value
     }
@@ -540,12 +543,16 @@ impl DeviceReader<'_> {
 
         let ports_dir = dir.join("ports");
         let listed = match self.known.as_ref().and_then(|k| k.lists.get(&ports_dir)) {
-            Some(Some(entries)) => Ok(entries.clone()),
-            _ => self.fs().read_dir(&ports_dir).inspect(|entries| {
-                self.learned
-                    .lists
-                    .insert(ports_dir.clone(), Some(entries.clone()));
-            }),
+            Some(Some(entries)) => Ok(Arc::clone(entries)),
+            _ => self
+                .fs()
+                .read_dir(&ports_dir)
+                .map(Arc::new)
+                .inspect(|entries| {
+                    self.learned
+                        .lists
+                        .insert(&ports_dir, Some(Arc::clone(entries)));
+                }),
         };
         let entries = match listed {
             Ok(entries) => entries,
@@ -563,11 +570,11 @@ impl DeviceReader<'_> {
                     self.errors
                         .push(CollectError::io(Some(self.name), &ports_dir, &err));
                 }
-                Vec::new()
+                Arc::new(Vec::new())
             }
         };
         let rule = mtu_rule(&device);
-        for entry in entries {
+        for entry in entries.iter() {
             let Ok(number) = entry.name.parse::<u32>() else {
                 continue;
             };
@@ -698,8 +705,8 @@ impl DeviceReader<'_> {
         let entries = match self.known.as_ref().and_then(|k| k.lists.get(&path)) {
             Some(known) => known.clone()?,
             None => {
-                let entries = self.fs().read_dir(&path).ok();
-                self.learned.lists.insert(path, entries.clone());
+                let entries = self.fs().read_dir(&path).ok().map(Arc::new);
+                self.learned.lists.insert(&path, entries.clone());
                 entries?
             }
         };
@@ -715,9 +722,12 @@ impl DeviceReader<'_> {
         if let Some(entries) = self.static_list(&counters_dir) {
             // The extended group (unicast/multicast files) has 64-bit data and packet counters.
             let extended = entries.iter().any(|e| e.name == "unicast_xmit_packets");
+            let mut path = counters_dir.clone();
             for entry in entries.iter().filter(|e| !e.is_dir) {
-                let path = counters_dir.join(&entry.name);
-                let Some(value) = self.parsed(&path, parse::parse_counter) else {
+                path.push(&entry.name);
+                let value = self.parsed(&path, parse::parse_counter);
+                path.pop();
+                let Some(value) = value else {
                     continue;
                 };
                 let bits = match pma::spec(&entry.name).map(|s| s.width) {
@@ -741,9 +751,12 @@ impl DeviceReader<'_> {
         }
         let ext_dir = port_dir.join("counters_ext");
         if let Some(entries) = self.static_list(&ext_dir) {
+            let mut path = ext_dir.clone();
             for entry in entries.iter().filter(|e| !e.is_dir) {
-                let path = ext_dir.join(&entry.name);
-                let Some(value) = self.parsed(&path, parse::parse_counter) else {
+                path.push(&entry.name);
+                let value = self.parsed(&path, parse::parse_counter);
+                path.pop();
+                let Some(value) = value else {
                     continue;
                 };
                 let name = pma::legacy_ext_name(&entry.name)
@@ -766,15 +779,13 @@ impl DeviceReader<'_> {
         }
         let mut counters: Vec<PmaCounter> = by_name.into_values().collect();
         // Kernel order for known counters, then the rest by name.
-        counters.sort_by_key(|c| {
-            (
-                pma::PMA_COUNTERS
-                    .iter()
-                    .position(|s| s.name == c.name)
-                    .unwrap_or(usize::MAX),
-                c.name.clone(),
-            )
-        });
+        let rank = |c: &PmaCounter| {
+            pma::PMA_COUNTERS
+                .iter()
+                .position(|s| s.name == c.name)
+                .unwrap_or(usize::MAX)
+        };
+        counters.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.name.cmp(&b.name)));
         counters
     }
 
@@ -784,18 +795,18 @@ impl DeviceReader<'_> {
         };
         let mut counters = Vec::with_capacity(entries.len());
         let mut lifespan = None;
+        let mut path = dir.to_path_buf();
         for entry in entries.iter().filter(|e| !e.is_dir) {
-            let path = dir.join(&entry.name);
+            path.push(&entry.name);
             if entry.name == "lifespan" {
                 lifespan = self.parsed(&path, parse::parse_int::<u64>);
-                continue;
-            }
-            if let Some(value) = self.parsed(&path, parse::parse_counter) {
+            } else if let Some(value) = self.parsed(&path, parse::parse_counter) {
                 counters.push(HwCounter {
                     name: entry.name.clone(),
                     value,
                 });
             }
+            path.pop();
         }
         (counters, lifespan)
     }
@@ -856,7 +867,7 @@ impl DeviceReader<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(
-                port_dir.to_path_buf(),
+                port_dir,
                 GidTable {
                     slots,
                     occupied,
