@@ -160,8 +160,12 @@ fn a_blocked_nic_read_costs_only_that_nic_from_the_first_scrape_on() {
         .is_some_and(|v| v > 0.0)
     );
 
-    // A longer collection runs when a second NIC's read blocks; a 3 s scrape joins it.
+    // A longer collection runs when a second NIC's read blocks; a 3 s scrape joins it. Outside
+    // sysfs the agent notices a file replaced under a kept-open descriptor within a second
+    // (`VERIFY_EVERY` in collectors/src/files.rs), so the FIFO is in place before the collection
+    // that must meet it.
     block(&class.join("mlx5_3/ports/1/rate"));
+    std::thread::sleep(Duration::from_millis(1500));
     let long = {
         let addr = agent.addr;
         std::thread::spawn(move || {

@@ -388,11 +388,12 @@ impl DeviceReader<'_> {
         self.src.fs.as_ref()
     }
 
-    /// Keeps what this read learned for the next, if the read had no errors; forgets what
-    /// was kept otherwise.
+    /// Keeps what this read learned for the next, if the read had no errors and the device
+    /// did not change meanwhile; forgets what was kept otherwise.
     fn keep_known(&mut self) {
+        let changed = self.fs().changes(&self.dir) != self.learned.changes;
         let mut known = self.src.known.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.errors.is_empty() {
+        if !self.errors.is_empty() || changed {
             known.remove(self.name);
             return;
         }
@@ -510,6 +511,11 @@ impl DeviceReader<'_> {
 
     fn read(&mut self) -> Option<Device> {
         let dir = self.dir.clone();
+        // Files kept open answer for a device whose name is gone (the class link goes first
+        // when a device is removed): one look-up through the name says it is still there.
+        if self.known.is_some() && !self.fs().exists(&dir.join("ports")) {
+            self.known = None;
+        }
         let mut device = Device {
             name: self.name.to_owned(),
             ..Device::default()
@@ -587,9 +593,11 @@ impl DeviceReader<'_> {
         if self.blocked() {
             return None;
         }
-        // A device removed while its files were read has read errors but no directory left:
-        // report it once as vanished instead of exporting a half-read device.
-        if !self.errors.is_empty() && self.vanished() {
+        // A device removed while its files were read has read errors, or kept-open files
+        // that said so, but no directory left: report it once as vanished instead of
+        // exporting a half-read device.
+        let changed = self.fs().changes(&dir) != self.learned.changes;
+        if (changed || !self.errors.is_empty()) && self.vanished() {
             self.vanish(&dir);
             return None;
         }

@@ -663,3 +663,90 @@ fn gid_changes_are_seen_the_next_scrape_with_few_reads_in_between() {
     );
     assert_eq!(indexes(&src.read()), [0, 1, 2]);
 }
+
+#[test]
+fn what_does_not_change_is_read_once_until_a_read_fails() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    let fs = Arc::new(FaultFs::new());
+    let src = source(&tree, fs.clone());
+    let first = src.read();
+    assert_eq!(first.errors, vec![]);
+    let seen = fs.accessed().len();
+    let second = src.read();
+    assert_eq!(snapshot(&second), snapshot(&first));
+    let again: Vec<PathBuf> = fs.accessed()[seen..].to_vec();
+    let read = |rel: &str| again.contains(&tree.dev_path("mlx5_0", rel));
+    for kept in [
+        "fw_ver",
+        "node_guid",
+        "board_id",
+        "device",
+        "ports",
+        "ports/1/link_layer",
+        "ports/1/counters",
+        "ports/1/hw_counters",
+    ] {
+        assert!(!read(kept), "{kept} was read again: {again:?}");
+    }
+    for fresh in [
+        "ports/1/state",
+        "ports/1/rate",
+        "ports/1/counters/port_xmit_data",
+        "ports/1/hw_counters/out_of_buffer",
+        "ports/1/gids/0",
+    ] {
+        assert!(read(fresh), "{fresh} was not read again: {again:?}");
+    }
+
+    // A new firmware is not looked for while nothing says the device changed...
+    tree.write(
+        "devices/pci0000:00/0000:00:01.0/0000:18:00.0/infiniband/mlx5_0/fw_ver",
+        "28.40.1000\n",
+    );
+    let fw = |report: &Report<Snapshot>| snapshot(report).devices[0].fw_ver.clone();
+    assert_eq!(fw(&src.read()).as_deref(), Some("28.39.1002"));
+    // ...but a read that fails makes the next collection read everything again.
+    let rate = "devices/pci0000:00/0000:00:01.0/0000:18:00.0/infiniband/mlx5_0/ports/1/rate";
+    tree.write(rate, "garbage\n");
+    assert_eq!(src.read().errors.len(), 1);
+    tree.write(rate, "400 Gb/sec (4X NDR)\n");
+    let after = src.read();
+    assert_eq!(after.errors, vec![]);
+    assert_eq!(fw(&after).as_deref(), Some("28.40.1000"));
+}
+
+#[test]
+fn a_device_whose_name_is_gone_is_reported_vanished_though_its_layout_is_known() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    tree.ib_device("mlx5_1", "0000:2a:00.0");
+    let src = source(&tree, Arc::new(RealFs));
+    assert_eq!(snapshot(&src.read()).devices.len(), 2);
+    // The class link goes while the directory listing still names it (the order in which
+    // the kernel removes a device): the device is gone, not half-read.
+    let fs = FaultFs::new().hook({
+        let link = tree.sys().join("class/infiniband/mlx5_1");
+        let listing = tree.sys().join("class/infiniband");
+        move |path: &Path| {
+            if path != listing && link.exists() {
+                std::fs::remove_file(&link).unwrap();
+            }
+        }
+    });
+    let src2 = InfinibandSource {
+        fs: Arc::new(fs),
+        ..src.clone()
+    };
+    let report = src2.read();
+    let names: Vec<_> = snapshot(&report).devices.iter().map(|d| &d.name).collect();
+    assert_eq!(names, ["mlx5_0"]);
+    assert!(
+        report
+            .errors
+            .iter()
+            .any(|e| e.kind == ErrorKind::Vanished && e.device.as_deref() == Some("mlx5_1")),
+        "{:?}",
+        report.errors
+    );
+}
