@@ -9,6 +9,10 @@
 //!   1.7 ms of CPU per call (two per scrape before). Read once, again every
 //!   [`STATIC_REFRESH`], and again as soon as a GPU that was lost, timed out or failed
 //!   answers (a reset GPU may come back changed).
+//! * What each active NVLink connects to ([`LinkIdentity`]: version, remote PCI address,
+//!   remote device type): three calls per link, 54 per scrape on an 18-link GPU, for values
+//!   that change only when the link trains again. Kept while the link stays up; read again
+//!   when it goes down, with the statics, and after the GPU comes back.
 //! * The PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`, 0.22 ms): read every
 //!   [`REPLAYS_EVERY`], the last value exported in between. A counter read on a cadence
 //!   stays exact; it only lags.
@@ -63,11 +67,24 @@ impl<T> Timed<T> {
     }
 }
 
+/// What an active NVLink connects to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkIdentity {
+    /// `nvmlDeviceGetNvLinkVersion`, raw.
+    pub version: Option<u32>,
+    /// The remote end's PCI address (sysfs form).
+    pub remote_pci_address: Option<String>,
+    /// `gpu`, `switch`, `ibmnpu` or `unknown`.
+    pub remote_type: Option<&'static str>,
+}
+
 /// Everything kept of one GPU.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Kept {
     /// Static values; `None` until first read.
     pub statics: Timed<Option<Statics>>,
+    /// What each active link (by index) connects to, read without a failure.
+    pub links: Vec<(u32, LinkIdentity)>,
     /// The PCIe replay counter.
     pub replays: Timed<Option<u32>>,
 }
@@ -95,6 +112,23 @@ impl Kept {
     pub fn invalidate(&mut self) {
         self.statics.at = None;
         self.replays.at = None;
+        self.links.clear();
+    }
+
+    /// What active link `link` connects to, if kept.
+    pub fn link(&self, link: u32) -> Option<&LinkIdentity> {
+        self.links
+            .iter()
+            .find(|(l, _)| *l == link)
+            .map(|(_, id)| id)
+    }
+
+    /// Keeps (`Some`) or forgets (`None`) what link `link` connects to.
+    pub fn set_link(&mut self, link: u32, identity: Option<LinkIdentity>) {
+        self.links.retain(|(l, _)| *l != link);
+        if let Some(identity) = identity {
+            self.links.push((link, identity));
+        }
     }
 
     /// The identity last read, or an empty one.
@@ -199,5 +233,24 @@ mod tests {
         kept.statics.set(Some(statics("GPU-a")), t0, true);
         // `now` before the read (a reading that started earlier): not due, no panic.
         assert!(!kept.plan(t0 - Duration::from_secs(1)).statics);
+    }
+
+    #[test]
+    fn what_a_link_connects_to_is_kept_until_the_gpu_or_the_link_changes() {
+        let mut kept = Kept::default();
+        let switch = LinkIdentity {
+            version: Some(4),
+            remote_pci_address: Some("0000:05:00.0".to_owned()),
+            remote_type: Some("switch"),
+        };
+        kept.set_link(3, Some(switch.clone()));
+        assert_eq!(kept.link(3), Some(&switch));
+        assert_eq!(kept.link(4), None);
+        // The link went down: forgotten.
+        kept.set_link(3, None);
+        assert_eq!(kept.link(3), None);
+        kept.set_link(3, Some(switch));
+        kept.invalidate();
+        assert_eq!(kept.link(3), None, "read again when the GPU comes back");
     }
 }

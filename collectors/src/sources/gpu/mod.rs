@@ -47,7 +47,7 @@ use nvml_wrapper::error::NvmlError;
 pub use kept::{REPLAYS_EVERY, STATIC_REFRESH};
 pub use types::*;
 
-use kept::{Kept, Statics};
+use kept::{Kept, LinkIdentity, Statics};
 use sampler::Sampler;
 
 use crate::error::{CollectError, ErrorKind};
@@ -512,6 +512,8 @@ pub(crate) fn read_gpu(
             statics.identity = gpu.identity.clone();
         }
         kept.statics.set(Some(statics), now, clean);
+        // What the links connect to is read again with the statics.
+        kept.links.clear();
     }
     let statics = kept.statics.value.clone().unwrap_or_default();
     gpu.identity = statics.identity.clone();
@@ -585,7 +587,7 @@ pub(crate) fn read_gpu(
         .code("nvmlDeviceGetGpuFabricInfo", fabric)
         .filter(|(state, _)| *state != 0);
 
-    gpu.nvlinks = read_nvlinks(nvml, &device, statics.nvlink_count, &mut calls);
+    gpu.nvlinks = read_nvlinks(nvml, &device, statics.nvlink_count, &mut kept, &mut calls);
     if !calls.lost
         && let Some(sampler) = sampler
     {
@@ -685,6 +687,7 @@ fn read_nvlinks(
     nvml: &Nvml,
     device: &nvml_wrapper::Device<'_>,
     links: u32,
+    kept: &mut Kept,
     calls: &mut Calls,
 ) -> Vec<NvLink> {
     let mut nvlinks = Vec::new();
@@ -698,21 +701,39 @@ fn read_nvlinks(
         if nv.active.is_none() {
             continue; // NotSupported for this link
         }
-        nv.version = calls.ok("nvmlDeviceGetNvLinkVersion", wrapper.version());
-        nv.remote_pci_address = calls
-            .ok(
-                "nvmlDeviceGetNvLinkRemotePciInfo_v2",
-                wrapper.remote_pci_info(),
-            )
-            .map(|p| pci_to_sysfs(&p.bus_id));
-        nv.remote_type = raw::remote_device_type(nvml, device, link)
-            .ok()
-            .map(|t| match t {
-                0 => "gpu",
-                1 => "ibmnpu",
-                2 => "switch",
-                _ => "unknown",
-            });
+        let identity = match kept.link(link) {
+            Some(known) if nv.active == Some(true) => known.clone(),
+            _ => {
+                let failures_before = calls.failures.len();
+                let identity = LinkIdentity {
+                    version: calls.ok("nvmlDeviceGetNvLinkVersion", wrapper.version()),
+                    remote_pci_address: calls
+                        .ok(
+                            "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+                            wrapper.remote_pci_info(),
+                        )
+                        .map(|p| pci_to_sysfs(&p.bus_id)),
+                    remote_type: raw::remote_device_type(nvml, device, link).ok().map(
+                        |t| match t {
+                            0 => "gpu",
+                            1 => "ibmnpu",
+                            2 => "switch",
+                            _ => "unknown",
+                        },
+                    ),
+                };
+                // Kept while the link is up and the calls did not fail.
+                let clean = calls.failures.len() == failures_before && !calls.lost;
+                kept.set_link(
+                    link,
+                    (clean && nv.active == Some(true)).then(|| identity.clone()),
+                );
+                identity
+            }
+        };
+        nv.version = identity.version;
+        nv.remote_pci_address = identity.remote_pci_address;
+        nv.remote_type = identity.remote_type;
         for (name, counter) in [
             ("replay", ErrorCounter::DlReplay),
             ("recovery", ErrorCounter::DlRecovery),
