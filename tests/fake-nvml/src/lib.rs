@@ -182,7 +182,13 @@ pub fn library_path() -> io::Result<PathBuf> {
         profile_dir.join(LIBRARY_FILE_NAME),
         deps.join(LIBRARY_FILE_NAME),
     ];
-    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+    // `cargo test` rebuilds the copy in deps/ without refreshing the one `cargo build` put
+    // in the profile directory: the newer of the two is the current one.
+    let newest = candidates
+        .iter()
+        .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(modified, _)| *modified);
+    if let Some((_, found)) = newest {
         return Ok(found.clone());
     }
     let target_dir = profile_dir

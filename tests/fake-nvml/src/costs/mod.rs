@@ -228,6 +228,14 @@ pub(crate) fn spend(cost: Cost) {
 }
 
 /// Spins until this thread has used `cpu` more CPU time.
+///
+/// Reading the thread's CPU clock is a system call (about a microsecond on a virtual
+/// machine), which is as much as a cheap NVML call costs: spinning on it would add its own
+/// cost to every call. So the spin watches the monotonic clock (a vDSO read, tens of
+/// nanoseconds), which advances with the thread's CPU time while the thread runs, and the
+/// thread clock is read again once at the end to make up for any time the thread was not
+/// running. What the two thread-clock reads cost themselves ([`clock_cost`]) is part of the
+/// call's cost, not added to it.
 fn burn(cpu: Duration) {
     if cpu.is_zero() {
         return;
@@ -240,9 +248,32 @@ fn burn(cpu: Duration) {
         }
         return;
     };
-    while thread_cpu_time().is_some_and(|now| now.saturating_sub(start) < cpu) {
+    // Both thread-clock reads are paid whole: the one above and the last one below.
+    let target = cpu.saturating_sub(clock_cost() * 2);
+    let wall = Instant::now();
+    while wall.elapsed() < target {
         std::hint::spin_loop();
     }
+    while thread_cpu_time().is_some_and(|now| now.saturating_sub(start) < target) {
+        std::hint::spin_loop();
+    }
+}
+
+/// What one read of the thread's CPU clock costs on this machine: the median of 64
+/// back-to-back reads, measured once.
+pub fn clock_cost() -> Duration {
+    static COST: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *COST.get_or_init(|| {
+        let mut costs: Vec<Duration> = (0..64)
+            .filter_map(|_| {
+                let a = thread_cpu_time()?;
+                let b = thread_cpu_time()?;
+                Some(b.saturating_sub(a))
+            })
+            .collect();
+        costs.sort();
+        costs.get(costs.len() / 2).copied().unwrap_or_default()
+    })
 }
 
 /// `struct timespec` on 64-bit Linux (`time_t` and `long` are both `long`).
@@ -375,5 +406,27 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         let used = thread_cpu_time().unwrap_or_default().saturating_sub(before);
         assert!(used < Duration::from_millis(10), "{used:?}");
+    }
+
+    /// A cheap call burns what the table says, not that plus what measuring it costs (a
+    /// thread-clock read is a system call, as dear as the call itself): 2,000 calls of 2 µs
+    /// burn less than 1.35 times 4 ms of this thread's CPU time (spinning on the thread clock
+    /// burned 1.45 to 1.55 times). Thread CPU time does not
+    /// count while the thread waits, so a busy machine does not move it much.
+    #[test]
+    fn a_cheap_call_burns_what_it_costs() {
+        let cost = Cost::ns(2_070, 2_070);
+        spend(cost);
+        let before = thread_cpu_time().unwrap_or_default();
+        for _ in 0..2000 {
+            spend(cost);
+        }
+        let burned = thread_cpu_time().unwrap_or_default().saturating_sub(before);
+        let table = cost.cpu * 2000;
+        assert!(
+            burned >= table.mul_f64(0.9) && burned < table.mul_f64(1.35),
+            "2,000 calls of {:?} burned {burned:?}",
+            cost.cpu
+        );
     }
 }
