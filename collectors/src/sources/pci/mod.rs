@@ -7,10 +7,21 @@
 //! speed and width; the AER counters the kernel keeps per severity and error type; and for
 //! bridges the ACS control register from config space (readable in full only with
 //! CAP_SYS_ADMIN; an unprivileged read returns the first 64 bytes, so ACS is then unknown).
+//!
+//! What does not change is kept ([`KNOWN_FOR`]): which functions are read (the RDMA NICs, the
+//! GPUs found by vendor and class among every function, and the bridges above them, found
+//! by resolving each function's path) is worked out again when the listing of
+//! `/sys/class/infiniband` or `/sys/bus/pci/devices` changes, and at least every
+//! [`KNOWN_FOR`]; each function's ids, NUMA node, maximum link speed and width and (for
+//! bridges) ACS state are read again every [`KNOWN_FOR`] and after any failed read of the
+//! function. ACS state is kept too because a full config-space read is 1,024 config cycles
+//! per bridge on real hardware, and it changes only when an administrator writes it. Current
+//! link speed and width, AER counters and the bound driver are read every scrape.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
@@ -137,11 +148,41 @@ pub struct Snapshot {
     pub devices: Vec<PciDevice>,
 }
 
+/// How long what does not change about the functions read is kept.
+pub const KNOWN_FOR: Duration = Duration::from_secs(60);
+
+/// The functions to read: role, RDMA devices and GPU index by address.
+type Targets = BTreeMap<String, (Role, Vec<String>, Option<usize>)>;
+
+/// Which functions are read, and the listings they were worked out from.
+#[derive(Debug)]
+struct KnownTargets {
+    targets: Arc<Targets>,
+    rdma_listing: Vec<String>,
+    pci_listing: Vec<String>,
+    read_at: Instant,
+}
+
+/// What does not change about one function.
+#[derive(Debug, Clone, PartialEq)]
+struct Statics {
+    vendor: Option<u32>,
+    device: Option<u32>,
+    class: Option<u32>,
+    numa_node: Option<i64>,
+    max_speed: Option<f64>,
+    max_width: Option<u32>,
+    acs: Option<AcsState>,
+    read_at: Instant,
+}
+
 /// Reads `/sys/bus/pci/devices`.
 #[derive(Debug)]
 pub struct PciSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
+    targets: Mutex<Option<KnownTargets>>,
+    statics: Arc<Mutex<HashMap<String, Statics>>>,
 }
 
 impl PciSource {
@@ -150,8 +191,77 @@ impl PciSource {
         PciSource {
             fs,
             sysfs: roots.sysfs.clone(),
+            targets: Mutex::new(None),
+            statics: Arc::new(Mutex::new(HashMap::new())),
         }
     }
+
+    /// The names a directory lists, or none when it cannot be listed.
+    fn names(&self, rel: &str) -> Vec<String> {
+        self.fs
+            .read_dir(&self.sysfs.join(rel))
+            .map(|entries| entries.into_iter().map(|e| e.name).collect())
+            .unwrap_or_default()
+    }
+
+    /// The functions to read: the kept ones while both listings they came from are
+    /// unchanged and they are younger than [`KNOWN_FOR`], else worked out again (and kept
+    /// when that had no errors).
+    fn targets(&self, errors: &mut Vec<CollectError>) -> Arc<Targets> {
+        let rdma_listing = self.names("class/infiniband");
+        let pci_listing = self.names("bus/pci/devices");
+        let mut known = lock(&self.targets);
+        if let Some(k) = known.as_ref()
+            && k.rdma_listing == rdma_listing
+            && k.pci_listing == pci_listing
+            && k.read_at.elapsed() < KNOWN_FOR
+        {
+            return Arc::clone(&k.targets);
+        }
+        let before = errors.len();
+        let targets = Arc::new(self.find_targets(errors));
+        *known = (errors.len() == before).then(|| KnownTargets {
+            targets: Arc::clone(&targets),
+            rdma_listing,
+            pci_listing,
+            read_at: Instant::now(),
+        });
+        targets
+    }
+
+    fn find_targets(&self, errors: &mut Vec<CollectError>) -> Targets {
+        let fs = self.fs.as_ref();
+        let mut targets = Targets::new();
+        for f in pcie::rdma_functions(fs, &self.sysfs, errors) {
+            targets
+                .entry(f.address)
+                .or_insert((Role::Nic, Vec::new(), None))
+                .1
+                .push(f.device);
+        }
+        for (index, gpu) in pcie::nvidia_gpus(fs, &self.sysfs, errors)
+            .into_iter()
+            .enumerate()
+        {
+            targets.insert(gpu, (Role::Gpu, Vec::new(), Some(index)));
+        }
+        let mut bridges = Vec::new();
+        for address in targets.keys() {
+            if let Some(path) = pcie::pci_path(fs, &self.sysfs, address, errors) {
+                bridges.extend(path.bridges().iter().cloned());
+            }
+        }
+        for bridge in bridges {
+            targets
+                .entry(bridge)
+                .or_insert((Role::Bridge, Vec::new(), None));
+        }
+        targets
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Source for PciSource {
@@ -159,11 +269,7 @@ impl Source for PciSource {
     const SPEC: Spec = SPEC;
 
     fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
-        let (roots, fs) = (from.roots, Arc::clone(&from.fs));
-        Ok(PciSource {
-            fs,
-            sysfs: roots.sysfs.clone(),
-        })
+        Ok(PciSource::new(from.roots, Arc::clone(&from.fs)))
     }
 
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
@@ -179,51 +285,47 @@ impl Source for PciSource {
                 )),
             };
         }
-        let mut targets: BTreeMap<String, (Role, Vec<String>, Option<usize>)> = BTreeMap::new();
-        for f in pcie::rdma_functions(fs, &self.sysfs, &mut errors) {
-            targets
-                .entry(f.address)
-                .or_insert((Role::Nic, Vec::new(), None))
-                .1
-                .push(f.device);
-        }
-        for (index, gpu) in pcie::nvidia_gpus(fs, &self.sysfs, &mut errors)
-            .into_iter()
-            .enumerate()
-        {
-            targets.insert(gpu, (Role::Gpu, Vec::new(), Some(index)));
-        }
-        let mut bridges = Vec::new();
-        for address in targets.keys() {
-            if let Some(path) = pcie::pci_path(fs, &self.sysfs, address, &mut errors) {
-                bridges.extend(path.bridges().iter().cloned());
-            }
-        }
-        for bridge in bridges {
-            targets
-                .entry(bridge)
-                .or_insert((Role::Bridge, Vec::new(), None));
-        }
+        let targets = self.targets(&mut errors);
+        // Forget what was kept of functions no longer read.
+        lock(&self.statics).retain(|address, _| targets.contains_key(address));
         // One unit per PCI function: a config-space or AER read stuck behind a wedged device
         // costs that function only.
         let src = Arc::clone(self);
-        let targets = Arc::new(targets);
         let keys: Vec<String> = targets.keys().cloned().collect();
         let units = run.each(keys, 1, move |address| {
             let mut errors = Vec::new();
             let device = targets.get(address).map(|(role, rdma_devices, gpu_index)| {
                 let dir = src.sysfs.join("bus/pci/devices").join(address);
+                let known = lock(&src.statics)
+                    .get(address)
+                    .filter(|s| s.read_at.elapsed() < KNOWN_FOR)
+                    .cloned();
                 let mut reader = Reader {
                     fs: src.fs.as_ref(),
                     errors: &mut errors,
                 };
-                reader.device(
+                let (device, statics) = reader.device(
                     &dir,
                     address.to_owned(),
                     *role,
                     rdma_devices.clone(),
                     *gpu_index,
-                )
+                    known,
+                );
+                let mut kept = lock(&src.statics);
+                match statics {
+                    Some(statics) if errors.is_empty() => {
+                        kept.insert(address.to_owned(), statics);
+                    }
+                    Some(_) => {
+                        kept.remove(address);
+                    }
+                    None if !errors.is_empty() => {
+                        kept.remove(address);
+                    }
+                    None => {}
+                }
+                device
             });
             (device, errors)
         });
@@ -255,6 +357,8 @@ impl Reader<'_> {
         self.attrs().expect(path, what, parse)
     }
 
+    /// Reads the function in `dir`; what does not change comes from `known` when given, and
+    /// is returned when it was read now.
     fn device(
         &mut self,
         dir: &Path,
@@ -262,35 +366,27 @@ impl Reader<'_> {
         role: Role,
         rdma_devices: Vec<String>,
         gpu_index: Option<usize>,
-    ) -> PciDevice {
-        let hex = |t: &str| parse_hex_id(t);
+        known: Option<Statics>,
+    ) -> (PciDevice, Option<Statics>) {
         let int = |t: &str| t.trim().parse::<u32>().ok();
-        // `Unknown` (a link that is down or not PCIe) is a legitimate answer, not a parse error.
-        let speed = |t: &str| {
-            if t.trim().starts_with("Unknown") {
-                Some(None)
-            } else {
-                parse_link_speed(t).map(Some)
-            }
+        let (statics, fresh) = match known {
+            Some(known) => (known, false),
+            None => (self.statics(dir, role), true),
         };
         let mut device = PciDevice {
-            vendor: self.parsed(&dir.join("vendor"), "a hex id", hex),
-            device: self.parsed(&dir.join("device"), "a hex id", hex),
-            class: self.parsed(&dir.join("class"), "a hex class", hex),
-            numa_node: self.parsed(&dir.join("numa_node"), "a NUMA node", |t| {
-                t.trim().parse().ok()
-            }),
+            vendor: statics.vendor,
+            device: statics.device,
+            class: statics.class,
+            numa_node: statics.numa_node,
             driver: sysfs::peek_link(self.fs, &dir.join("driver")),
             current_speed: self
-                .parsed(&dir.join("current_link_speed"), "\"<n> GT/s\"", speed)
+                .parsed(&dir.join("current_link_speed"), "\"<n> GT/s\"", link_speed)
                 .flatten(),
-            max_speed: self
-                .parsed(&dir.join("max_link_speed"), "\"<n> GT/s\"", speed)
-                .flatten(),
+            max_speed: statics.max_speed,
             current_width: self.parsed(&dir.join("current_link_width"), "a lane count", int),
-            max_width: self.parsed(&dir.join("max_link_width"), "a lane count", int),
+            max_width: statics.max_width,
             aer: Vec::new(),
-            acs: None,
+            acs: statics.acs,
             address,
             role,
             rdma_devices,
@@ -314,11 +410,40 @@ impl Reader<'_> {
                 }
             }
         }
-        if role == Role::Bridge {
-            let config = self.attrs().bytes(&dir.join("config"));
-            device.acs = Some(config.map_or(AcsState::Unknown, |bytes| acs_state(&bytes)));
+        (device, fresh.then_some(statics))
+    }
+
+    /// Reads what does not change about the function in `dir`.
+    fn statics(&mut self, dir: &Path, role: Role) -> Statics {
+        let hex = |t: &str| parse_hex_id(t);
+        let int = |t: &str| t.trim().parse::<u32>().ok();
+        Statics {
+            vendor: self.parsed(&dir.join("vendor"), "a hex id", hex),
+            device: self.parsed(&dir.join("device"), "a hex id", hex),
+            class: self.parsed(&dir.join("class"), "a hex class", hex),
+            numa_node: self.parsed(&dir.join("numa_node"), "a NUMA node", |t| {
+                t.trim().parse().ok()
+            }),
+            max_speed: self
+                .parsed(&dir.join("max_link_speed"), "\"<n> GT/s\"", link_speed)
+                .flatten(),
+            max_width: self.parsed(&dir.join("max_link_width"), "a lane count", int),
+            acs: (role == Role::Bridge).then(|| {
+                let config = self.attrs().bytes(&dir.join("config"));
+                config.map_or(AcsState::Unknown, |bytes| acs_state(&bytes))
+            }),
+            read_at: Instant::now(),
         }
-        device
+    }
+}
+
+/// A link speed; `Unknown` (a link that is down or not PCIe) is a legitimate answer, not a
+/// parse error.
+fn link_speed(text: &str) -> Option<Option<f64>> {
+    if text.trim().starts_with("Unknown") {
+        Some(None)
+    } else {
+        parse_link_speed(text).map(Some)
     }
 }
 
@@ -447,6 +572,46 @@ mod tests {
             acs_state(&looped),
             AcsState::NoCapability,
             "a self-loop ends the walk"
+        );
+    }
+
+    #[test]
+    fn what_does_not_change_is_read_once() {
+        use crate::fs::{FaultFs, Roots};
+        let sysfs =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/h100-cx7-ndr-ib/sys");
+        let fs = Arc::new(FaultFs::new());
+        let src = Arc::new(PciSource::new(
+            &Roots {
+                sysfs,
+                procfs: PathBuf::from("/nonexistent"),
+            },
+            fs.clone(),
+        ));
+        let first = crate::run::standalone("pci", |run| src.collect(run));
+        assert_eq!(first.errors, vec![]);
+        let seen = fs.accessed().len();
+        let second = crate::run::standalone("pci", |run| src.collect(run));
+        assert_eq!(second.data, first.data);
+        let again = fs.accessed()[seen..].to_vec();
+        let read = |file: &str| again.iter().any(|p| p.ends_with(file));
+        for kept in [
+            "vendor",
+            "class",
+            "max_link_speed",
+            "max_link_width",
+            "config",
+        ] {
+            assert!(!read(kept), "{kept} was read again");
+        }
+        for fresh in ["current_link_speed", "current_link_width", "aer_dev_fatal"] {
+            assert!(read(fresh), "{fresh} was not read again");
+        }
+        assert!(
+            !again
+                .iter()
+                .any(|p| p.ends_with("device") && p.to_string_lossy().contains("infiniband")),
+            "which functions to read was worked out again"
         );
     }
 }
