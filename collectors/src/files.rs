@@ -220,11 +220,13 @@ fn is_changed(err: &io::Error) -> bool {
 /// one) is read in sequence instead.
 fn read_whole(file: &File, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
     thread_local! {
-        // One buffer larger than any attribute per reading thread, so a read allocates
-        // nothing.
+        // One buffer per reading thread, so a read allocates nothing. It starts one byte
+        // larger than a page, which holds any sysfs attribute (`show()` writes at most a
+        // page), and grows to the largest file read ([`MAX_ATTRIBUTE_BYTES`]) only on a
+        // thread that meets a larger one (a long `/proc/net/dev`, a config space).
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let size = usize::try_from(MAX_ATTRIBUTE_BYTES).unwrap_or(usize::MAX) + 1;
+    let max = usize::try_from(MAX_ATTRIBUTE_BYTES).unwrap_or(usize::MAX) + 1;
     BUF.with(|cell| {
         let Ok(mut buf) = cell.try_borrow_mut() else {
             // `f` read another file on this thread: it gets a buffer of its own.
@@ -232,11 +234,12 @@ fn read_whole(file: &File, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
             f(&bytes);
             return Ok(());
         };
-        if buf.len() < size {
-            buf.resize(size, 0);
+        if buf.is_empty() {
+            buf.resize(FIRST_BUFFER.min(max), 0);
         }
-        let n = loop {
-            match file.read_at(&mut buf[..size], 0) {
+        loop {
+            let size = buf.len();
+            let n = match file.read_at(&mut buf[..], 0) {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) if err.raw_os_error() == Some(libc::ESPIPE) => {
                     drop(buf);
@@ -244,16 +247,23 @@ fn read_whole(file: &File, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
                     f(&bytes);
                     return Ok(());
                 }
-                other => break other?,
+                other => other?,
+            };
+            if n < size {
+                f(&buf[..n]);
+                return Ok(());
             }
-        };
-        if n >= size {
-            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+            if size >= max {
+                return Err(io::Error::from_raw_os_error(libc::EFBIG));
+            }
+            // Filled: the file may be longer. Read it again, whole, into a larger buffer.
+            buf.resize(max, 0);
         }
-        f(&buf[..n]);
-        Ok(())
     })
 }
+
+/// The reading buffer's first size: a page and one byte.
+const FIRST_BUFFER: usize = 4097;
 
 fn read_in_sequence(mut file: &File) -> io::Result<Vec<u8>> {
     use std::io::Read;
@@ -505,6 +515,19 @@ mod tests {
         fs.read(&new).unwrap();
         assert_eq!(fs.kept(), 1, "only the file read lately is kept");
         assert!(lock(&fs.kept).contains_key(key(&new)));
+    }
+
+    #[test]
+    fn a_file_longer_than_a_page_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dev");
+        let text: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        std::fs::write(&file, &text).unwrap();
+        let fs = fs_in(dir.path(), 8);
+        assert_eq!(fs.read(&file).unwrap(), text);
+        // Kept, and read whole again through the grown buffer.
+        assert_eq!(fs.read(&file).unwrap(), text);
+        assert_eq!(fs.opened_total(), 1);
     }
 
     #[test]
