@@ -324,7 +324,7 @@ impl Fs for KeptOpenFs {
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        RealFs.canonicalize(path)
+        canonicalize(path)
     }
 
     fn files_kept(&self) -> Option<usize> {
@@ -334,6 +334,23 @@ impl Fs for KeptOpenFs {
     fn changes(&self, device: &Path) -> u64 {
         let changes = lock(&self.changes);
         changes.resets << 32 | changes.by_device.get(device).copied().unwrap_or(0)
+    }
+}
+
+/// Resolves every symlink of `path` with one path walk in the kernel: open it with `O_PATH`
+/// and read the link `/proc/self/fd/<fd>`. `realpath(3)` reads each component as a link in
+/// turn, a system call and a walk from the root for each (16 for a PCI function under a
+/// fixture tree). Where `/proc` cannot say, `realpath(3)` it is.
+fn canonicalize(path: &Path) -> io::Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+        Ok(real) if real.is_absolute() => Ok(real),
+        _ => RealFs.canonicalize(path),
     }
 }
 
@@ -539,6 +556,32 @@ mod tests {
         assert_eq!(
             fs.read(&file).unwrap_err().raw_os_error(),
             Some(libc::EFBIG)
+        );
+    }
+
+    #[test]
+    fn paths_resolve_as_realpath_resolves_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir
+            .path()
+            .join("devices/pci0000:00/0000:00:01.0/0000:18:00.0");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::create_dir_all(dir.path().join("bus/pci/devices")).unwrap();
+        let link = dir.path().join("bus/pci/devices/0000:18:00.0");
+        std::os::unix::fs::symlink(
+            "../../../devices/pci0000:00/0000:00:01.0/0000:18:00.0",
+            &link,
+        )
+        .unwrap();
+        assert_eq!(
+            canonicalize(&link).unwrap(),
+            std::fs::canonicalize(&link).unwrap()
+        );
+        assert_eq!(
+            canonicalize(&dir.path().join("bus/pci/devices/0000:19:00.0"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
         );
     }
 
