@@ -1,23 +1,44 @@
-//! Which network interfaces the netdev-reading sources (`ethtool`, `dcb`, `netdev`) read, and
+//! Which network interfaces the netdev-reading sources (`ethtool`, `dcb`, `netdev`) read,
 //! whether a netdev of the sysfs tree is the one rtnetlink knows by its name
-//! (`is_same_netdev`).
+//! (`is_same_netdev`), and letting go of the netdevs that went away ([`Departures`]).
 //!
 //! By default: the netdevs behind RDMA ports (GID netdevs, Soft-RoCE parents, the PCI
 //! function's `net/` entries) and the physical netdevs (those with a `device` link in
 //! `/sys/class/net/<name>`). `device-include` chooses any netdevs instead (veth included);
 //! `device-exclude` removes netdevs from either set. Both are unanchored regular
 //! expressions, applied before anything of the netdev is read.
+//!
+//! **Netdevs come and go** (a Kubernetes node creates and deletes veths all day), and
+//! nothing a source keeps may outlive its netdev. The sources keep no state per netdev of
+//! their own; what the agent's file system keeps open between scrapes
+//! ([`crate::files::KeptOpenFs`]: the attribute files read under `class/net/<netdev>/`) it
+//! drops when a read of a kept file fails with `ENODEV`, which is what kernfs answers once
+//! the netdev was unregistered. A netdev that is no longer read would hold its files until
+//! they are forgotten unread ([`crate::files::FORGET_AFTER`]), so each source remembers the
+//! names it selected in its last collection ([`Departures`]; no more than the names
+//! selected now) and reads the attribute files it reads of a netdev once more, in a unit of
+//! its [`Run`], in the first collection that no longer selects it ([`let_go`]): a removed
+//! netdev's files are closed there and then, and the read costs one failed system call per
+//! file. A netdev that was renamed or moved to another namespace still answers through its
+//! open files (kernfs files follow the device, not the path), so those stay open until they
+//! are forgotten unread, as before.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 
 use crate::error::CollectError;
 use crate::fs::Fs;
 use crate::netlink::rtnl::Link;
+use crate::run::Run;
 use crate::source::{OptionKind, OptionSpec, OptionValues, SourceBuildError, regex_option};
 use crate::sysfs::{self, Attrs};
+
+/// The attribute files under `class/net/<netdev>/` that the identity check
+/// (`is_same_netdev`) reads.
+pub const IDENTITY_ATTRIBUTES: [&str; 2] = ["ifindex", "address"];
 
 /// The `device-include` / `device-exclude` options every netdev-reading source has.
 pub const FILTER_OPTIONS: [OptionSpec; 2] = [
@@ -128,13 +149,109 @@ pub(crate) fn is_same_netdev(
         return false;
     }
     let dir = sysfs.join("class/net").join(name);
+    let [ifindex, address] = IDENTITY_ATTRIBUTES;
     let mut attrs = Attrs::new(fs, Some(name), errors);
-    let ifindex: Option<u32> = attrs.number(&dir.join("ifindex"));
+    let ifindex: Option<u32> = attrs.number(&dir.join(ifindex));
     if ifindex.is_some_and(|i| i != link.index) {
         return false;
     }
-    match (attrs.string(&dir.join("address")), &link.address) {
+    match (attrs.string(&dir.join(address)), &link.address) {
         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
         _ => true,
+    }
+}
+
+/// The netdevs a source selected in its last collection, to tell which ones left: no more
+/// than the names selected now, whatever comes and goes. Shared by the clones of a source.
+#[derive(Debug, Default)]
+pub struct Departures {
+    last: Mutex<Vec<String>>,
+}
+
+impl Departures {
+    /// Notes `selected` (sorted, as [`NetdevFilter::select`] returns it) as this
+    /// collection's selection and returns the netdevs of the last one that are not in it.
+    pub fn update(&self, selected: &[String]) -> Vec<String> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_slice() == selected {
+            return Vec::new();
+        }
+        let gone = last
+            .iter()
+            .filter(|name| selected.binary_search(name).is_err())
+            .cloned()
+            .collect();
+        last.clear();
+        last.extend_from_slice(selected);
+        if last.capacity() > 2 * last.len() + 16 {
+            last.shrink_to_fit();
+        }
+        gone
+    }
+}
+
+/// Lets go of what the file system keeps of each netdev in `departed` (netdevs that left the
+/// selection): reads the `attributes` the source reads of a netdev once more, one unit of
+/// `run` per netdev, their answers unused. A kept file of a removed netdev answers `ENODEV`
+/// and is closed (see the module docs); a file that is not there costs one failed `open`.
+/// A read that blocks costs its unit only, as any read of a device does.
+pub fn let_go(
+    run: &Run<'_>,
+    fs: &Arc<dyn Fs>,
+    sysfs: &Path,
+    departed: Vec<String>,
+    attributes: &'static [&'static str],
+) {
+    if departed.is_empty() {
+        return;
+    }
+    let (fs, class) = (Arc::clone(fs), sysfs.join("class/net"));
+    run.each(departed, 1, move |name| {
+        let dir = class.join(name);
+        for attribute in attributes {
+            let _ = fs.read_with(&dir.join(attribute), &mut |_| {});
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn departures_are_the_names_of_the_last_selection_not_selected_now() {
+        let departures = Departures::default();
+        assert!(
+            departures
+                .update(&names(&["eth0", "vcA1", "vcB1"]))
+                .is_empty()
+        );
+        assert!(
+            departures
+                .update(&names(&["eth0", "vcA1", "vcB1"]))
+                .is_empty()
+        );
+        assert_eq!(
+            departures.update(&names(&["eth0", "vcA2"])),
+            names(&["vcA1", "vcB1"])
+        );
+        assert_eq!(departures.update(&[]), names(&["eth0", "vcA2"]));
+        assert!(departures.update(&[]).is_empty());
+    }
+
+    #[test]
+    fn what_is_remembered_is_no_more_than_the_selection() {
+        let departures = Departures::default();
+        for i in 0..1_000 {
+            let selection = names(&["eth0", &format!("vcA{i}"), &format!("vcB{i}")]);
+            departures.update(&selection);
+        }
+        let last = departures.last.lock().unwrap();
+        assert_eq!(last.len(), 3);
+        assert!(last.capacity() <= 2 * 3 + 16);
     }
 }

@@ -26,6 +26,10 @@
 //! only netdevs of the agent's own network namespace (checked by name, `ifindex` and
 //! `address` against the sysfs tree, as the `netdev` source does) are asked; when none is,
 //! the source reports itself absent.
+//!
+//! Nothing of a netdev outlives it: the source keeps no state per netdev, and the identity
+//! files it read of a netdev that left the selection are read once more in the next
+//! collection so that the file system closes them ([`crate::netdevs::let_go`]).
 
 pub(crate) mod wire;
 
@@ -36,7 +40,9 @@ use std::time::Duration;
 
 use crate::error::{CollectError, Origin};
 use crate::fs::Fs;
-use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
+use crate::netdevs::{
+    Departures, FILTER_OPTIONS, IDENTITY_ATTRIBUTES, NetdevFilter, is_same_netdev, let_go,
+};
 use crate::netlink::Flow;
 use crate::netlink::rtnl::{RtnlSocket, getlink_error};
 use crate::run::{Run, gather, standalone};
@@ -105,6 +111,8 @@ pub struct DcbSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
     filter: NetdevFilter,
+    /// The netdevs of the last collection.
+    departures: Arc<Departures>,
 }
 
 impl DcbSource {
@@ -126,6 +134,8 @@ impl DcbSource {
             return report;
         }
         let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
+        let departed = self.departures.update(&selected);
+        let_go(run, &self.fs, &self.sysfs, departed, &IDENTITY_ATTRIBUTES);
         if selected.is_empty() {
             return report;
         }
@@ -199,6 +209,7 @@ impl Source for DcbSource {
             fs,
             sysfs: roots.sysfs.clone(),
             filter: NetdevFilter::from_options(options)?,
+            departures: Arc::default(),
         })
     }
 
@@ -253,6 +264,7 @@ mod tests {
                 include: Some(regex::Regex::new(include).unwrap()),
                 exclude: None,
             },
+            departures: Arc::default(),
         }
     }
 

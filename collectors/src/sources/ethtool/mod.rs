@@ -18,6 +18,11 @@
 //! selected netdev, the source reports itself absent with the reason, logged once. Any other
 //! failure, including a string set that changed between `GSTRINGS` and `GSTATS` twice in a
 //! row, costs that netdev's series only and is a [`CollectError`].
+//!
+//! Nothing of a netdev outlives it: the source keeps no state per netdev (string sets are
+//! read with the statistics, every time), and the identity files it read of a netdev that
+//! left the selection are read once more in the next collection so that the file system
+//! closes them ([`crate::netdevs::let_go`]).
 
 #[cfg(any(test, feature = "testing"))]
 pub mod fake;
@@ -36,7 +41,9 @@ use regex::Regex;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
-use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
+use crate::netdevs::{
+    Departures, FILTER_OPTIONS, IDENTITY_ATTRIBUTES, NetdevFilter, is_same_netdev, let_go,
+};
 use crate::netlink::rtnl::{self, Link, RtnlSocket, getlink_error};
 use crate::run::{Run, standalone};
 use crate::source::{
@@ -131,6 +138,8 @@ pub struct EthtoolSource {
     filter: NetdevFilter,
     metrics_include: Option<Regex>,
     reader: Arc<dyn StatsReader>,
+    /// The netdevs of the last collection.
+    departures: Arc<Departures>,
 }
 
 impl EthtoolSource {
@@ -150,6 +159,7 @@ impl EthtoolSource {
             filter,
             metrics_include,
             reader,
+            departures: Arc::default(),
         }
     }
 
@@ -192,6 +202,8 @@ impl EthtoolSource {
     /// driver costs that netdev only).
     pub fn read_in(&self, run: &Run<'_>) -> Report<Snapshot> {
         let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
+        let departed = self.departures.update(&selected);
+        let_go(run, &self.fs, &self.sysfs, departed, &IDENTITY_ATTRIBUTES);
         let mut netdevs = Vec::new();
         let mut errors = Vec::new();
         let mut elsewhere = 0;

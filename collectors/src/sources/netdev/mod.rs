@@ -25,6 +25,10 @@
 //! `carrier` is "unknown" (the kernel's answer for a link that is down); any other failed
 //! read costs that value and is a [`CollectError`]. A netdev that disappears between
 //! selection and reading is dropped with one error.
+//!
+//! Nothing of a netdev outlives it: the source keeps no state per netdev, and the attribute
+//! files it read of a netdev that left the selection ([`ATTRIBUTES`]) are read once more in
+//! the next collection so that the file system closes them ([`crate::netdevs::let_go`]).
 
 use std::io;
 use std::path::PathBuf;
@@ -33,7 +37,7 @@ use std::time::Duration;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
-use crate::netdevs::{FILTER_OPTIONS, NetdevFilter, is_same_netdev};
+use crate::netdevs::{Departures, FILTER_OPTIONS, NetdevFilter, is_same_netdev, let_go};
 use crate::netlink::rtnl::{Link, RtnlSocket, getlink_error};
 use crate::run::{Run, gather, standalone};
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
@@ -49,6 +53,29 @@ pub const SPEC: Spec = Spec {
 
 /// How long one rtnetlink receive may wait.
 pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Every attribute file under `class/net/<netdev>/` the source reads: the identity check's
+/// (`ifindex`, `address`), `speed`, and the sysfs fallback's. Read once more when the netdev
+/// leaves the selection, so that the files kept open for it are closed.
+pub const ATTRIBUTES: [&str; 17] = [
+    "ifindex",
+    "address",
+    "speed",
+    "mtu",
+    "operstate",
+    "carrier",
+    "carrier_changes",
+    "carrier_up_count",
+    "carrier_down_count",
+    "statistics/rx_bytes",
+    "statistics/rx_packets",
+    "statistics/rx_errors",
+    "statistics/rx_dropped",
+    "statistics/tx_bytes",
+    "statistics/tx_packets",
+    "statistics/tx_errors",
+    "statistics/tx_dropped",
+];
 
 /// What the source read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -126,6 +153,8 @@ pub struct NetdevSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
     filter: NetdevFilter,
+    /// The netdevs of the last collection.
+    departures: Arc<Departures>,
 }
 
 impl NetdevSource {
@@ -135,6 +164,7 @@ impl NetdevSource {
             fs,
             sysfs: roots.sysfs.clone(),
             filter,
+            departures: Arc::default(),
         }
     }
 
@@ -153,6 +183,8 @@ impl NetdevSource {
             }
         };
         let names = self.filter.select(self.fs.as_ref(), &self.sysfs);
+        let departed = self.departures.update(&names);
+        let_go(run, &self.fs, &self.sysfs, departed, &ATTRIBUTES);
         let (src, links) = (self.clone(), Arc::new(links));
         let units = run.each(names, 1, move |name| {
             let mut errors = Vec::new();
@@ -577,6 +609,114 @@ mod tests {
         assert_eq!(snapshot(&report).netdevs.len(), 1);
         assert_eq!(report.errors.len(), 1);
         assert_eq!(report.errors[0].kind, ErrorKind::Vanished);
+    }
+
+    /// A file system that keeps every file it read successfully, and drops one when a read
+    /// of it fails, as the agent's kept-open file system does with a removed netdev's files.
+    #[derive(Debug, Default)]
+    struct Keeping {
+        kept: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
+    }
+
+    impl Keeping {
+        fn kept_under(&self, dir: &Path) -> Vec<PathBuf> {
+            let kept = self.kept.lock().unwrap();
+            kept.iter()
+                .filter(|p| p.starts_with(dir))
+                .cloned()
+                .collect()
+        }
+    }
+
+    impl Fs for Keeping {
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            let read = RealFs.read(path);
+            let mut kept = self.kept.lock().unwrap();
+            match &read {
+                Ok(_) => kept.insert(path.to_path_buf()),
+                Err(_) => kept.remove(path),
+            };
+            read
+        }
+        fn read_dir(&self, path: &Path) -> io::Result<Vec<crate::fs::DirEntry>> {
+            RealFs.read_dir(path)
+        }
+        fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+            RealFs.read_link(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            RealFs.exists(path)
+        }
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            RealFs.canonicalize(path)
+        }
+    }
+
+    #[test]
+    fn a_netdev_that_leaves_is_read_once_more_so_its_files_are_let_go() {
+        let dir = tree();
+        let class = dir.path().join("class/net");
+        let fs = Arc::new(Keeping::default());
+        let src = source(dir.path(), fs.clone(), Some("."));
+        // ens1f0np0 over rtnetlink (identity and speed), veth9 from sysfs.
+        let link = Link {
+            index: 2,
+            name: Some("ens1f0np0".into()),
+            address: Some("0c:42:a1:78:91:f4".into()),
+            ..Link::default()
+        };
+        let report = standalone("netdev", |run| src.read_with(run, Ok(vec![link.clone()])));
+        assert_eq!(snapshot(&report).netdevs.len(), 2);
+        assert_eq!(fs.kept_under(&class.join("ens1f0np0")).len(), 3);
+        assert_eq!(fs.kept_under(&class.join("veth9")).len(), 5);
+        // Both go away (veth9's device directory with its class link).
+        std::fs::remove_dir_all(dir.path().join("devices/virtual/net/veth9")).unwrap();
+        std::fs::remove_file(class.join("veth9")).unwrap();
+        std::fs::remove_file(class.join("ens1f0np0")).unwrap();
+        let report = standalone("netdev", |run| src.read_with(run, Ok(vec![link.clone()])));
+        assert_eq!(report.errors, vec![]);
+        assert!(snapshot(&report).netdevs.is_empty());
+        assert_eq!(fs.kept_under(&class), Vec::<PathBuf>::new());
+        // Nothing is read for them again.
+        let before = fs.kept.lock().unwrap().len();
+        standalone("netdev", |run| src.read_with(run, Ok(vec![link])));
+        assert_eq!(fs.kept.lock().unwrap().len(), before);
+    }
+
+    #[test]
+    fn every_attribute_the_source_reads_is_one_it_lets_go_of() {
+        let dir = tree();
+        let class = dir.path().join("class/net");
+        let fs = Arc::new(FaultFs::new());
+        let src = source(dir.path(), fs.clone(), Some("."));
+        let link = Link {
+            index: 2,
+            name: Some("ens1f0np0".into()),
+            address: Some("0c:42:a1:78:91:f4".into()),
+            ..Link::default()
+        };
+        // Over rtnetlink, from sysfs, and with a failed dump.
+        standalone("netdev", |run| src.read_with(run, Ok(vec![link])));
+        standalone("netdev", |run| src.read_with(run, Ok(vec![])));
+        standalone("netdev", |run| {
+            src.read_with(run, Err(io::Error::from_raw_os_error(libc::EIO)))
+        });
+        for name in ["ens1f0np0", "veth9"] {
+            for path in fs.accessed() {
+                let Ok(rel) = path.strip_prefix(class.join(name)) else {
+                    continue;
+                };
+                let rel = rel.to_str().unwrap();
+                // `device/driver` is a link: read with readlink, never kept open.
+                assert!(
+                    ATTRIBUTES.contains(&rel) || rel == "device/driver",
+                    "{name}/{rel} is read but not let go of"
+                );
+            }
+        }
+        for attribute in crate::netdevs::IDENTITY_ATTRIBUTES {
+            assert!(ATTRIBUTES.contains(&attribute));
+        }
     }
 
     #[test]
