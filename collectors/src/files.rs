@@ -19,8 +19,9 @@
 //! * counts, per device directory ([`crate::guard::device_key`]), the kept files found changed
 //!   ([`Fs::changes`]), so a source that remembers what does not change (listings, identity)
 //!   knows when a device was removed and added again under the same name;
-//! * forgets every kept file that was not read for [`FORGET_AFTER`] (a netdev or device that
-//!   went away), and never keeps more than [`KeptOpenFs::capacity`] files (past it, reads
+//! * closes the kept files under a directory a source says is gone ([`Fs::release`]: a
+//!   netdev that left), forgets every kept file that was not read for [`FORGET_AFTER`] (a
+//!   device that went away), and never keeps more than [`KeptOpenFs::capacity`] files (past it, reads
 //!   open and close as before), so the descriptor count stays bounded
 //!   (`railscope_open_files_kept`);
 //! * raises the process's soft `RLIMIT_NOFILE` to its hard limit at start (as Go's runtime
@@ -331,6 +332,12 @@ impl Fs for KeptOpenFs {
         Some(self.kept())
     }
 
+    fn release(&self, dir: &Path) {
+        let mut prefix = key(dir).to_vec();
+        prefix.push(b'/');
+        lock(&self.kept).retain(|path, _| !path.starts_with(&prefix));
+    }
+
     fn changes(&self, device: &Path) -> u64 {
         let changes = lock(&self.changes);
         changes.resets << 32 | changes.by_device.get(device).copied().unwrap_or(0)
@@ -495,6 +502,21 @@ mod tests {
         assert_eq!(fs.read(&file).unwrap(), b"28.39.1002\n");
         a_second_passes(&fs);
         assert_eq!(fs.read(&file).unwrap(), b"28.40.1000\n");
+    }
+
+    #[test]
+    fn files_under_a_released_directory_are_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["veth1", "veth10"] {
+            std::fs::create_dir_all(dir.path().join(name)).unwrap();
+            std::fs::write(dir.path().join(name).join("mtu"), "1500\n").unwrap();
+        }
+        let fs = fs_in(dir.path(), 8);
+        fs.read(&dir.path().join("veth1/mtu")).unwrap();
+        fs.read(&dir.path().join("veth10/mtu")).unwrap();
+        fs.release(&dir.path().join("veth1"));
+        assert_eq!(fs.kept(), 1, "veth10's file is not under veth1");
+        assert!(lock(&fs.kept).contains_key(key(&dir.path().join("veth10/mtu"))));
     }
 
     #[test]

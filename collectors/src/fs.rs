@@ -85,6 +85,10 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn changes(&self, _device: &Path) -> u64 {
         0
     }
+    /// Closes every file it keeps open under the directory `dir`, whose device or netdev
+    /// left: the next read of one opens it again. A file system that keeps nothing open has
+    /// nothing to do.
+    fn release(&self, _dir: &Path) {}
 }
 
 /// The real file system.

@@ -335,6 +335,10 @@ impl Fs for GuardedFs {
     fn changes(&self, device: &Path) -> u64 {
         self.inner.changes(device)
     }
+
+    fn release(&self, dir: &Path) {
+        self.inner.release(dir);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -16,29 +16,26 @@
 //! the netdev was unregistered. A netdev that is no longer read would hold its files until
 //! they are forgotten unread ([`crate::files::FORGET_AFTER`]), so each source remembers the
 //! names it selected in its last collection ([`Departures`]; no more than the names
-//! selected now) and reads the attribute files it reads of a netdev once more, in a unit of
-//! its [`Run`], in the first collection that no longer selects it ([`let_go`]): a removed
-//! netdev's files are closed there and then, and the read costs one failed system call per
-//! file. A netdev that was renamed or moved to another namespace still answers through its
-//! open files (kernfs files follow the device, not the path), so those stay open until they
-//! are forgotten unread, as before.
+//! selected now) and, in the first collection that no longer selects a netdev, has the file
+//! system close the files kept under its directory ([`let_go`], [`Fs::release`]). That
+//! holds for a netdev renamed or moved to another namespace too: it is opened again by its
+//! new name if it is still selected.
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use regex::Regex;
 
 use crate::error::CollectError;
 use crate::fs::Fs;
 use crate::netlink::rtnl::Link;
-use crate::run::Run;
 use crate::source::{OptionKind, OptionSpec, OptionValues, SourceBuildError, regex_option};
 use crate::sysfs::{self, Attrs};
 
 /// The attribute files under `class/net/<netdev>/` that the identity check
 /// (`is_same_netdev`) reads.
-pub const IDENTITY_ATTRIBUTES: [&str; 2] = ["ifindex", "address"];
+const IDENTITY_ATTRIBUTES: [&str; 2] = ["ifindex", "address"];
 
 /// The `device-include` / `device-exclude` options every netdev-reading source has.
 pub const FILTER_OPTIONS: [OptionSpec; 2] = [
@@ -190,28 +187,14 @@ impl Departures {
     }
 }
 
-/// Lets go of what the file system keeps of each netdev in `departed` (netdevs that left the
-/// selection): reads the `attributes` the source reads of a netdev once more, one unit of
-/// `run` per netdev, their answers unused. A kept file of a removed netdev answers `ENODEV`
-/// and is closed (see the module docs); a file that is not there costs one failed `open`.
-/// A read that blocks costs its unit only, as any read of a device does.
-pub fn let_go(
-    run: &Run<'_>,
-    fs: &Arc<dyn Fs>,
-    sysfs: &Path,
-    departed: Vec<String>,
-    attributes: &'static [&'static str],
-) {
-    if departed.is_empty() {
-        return;
+/// Lets go of what the file system keeps open of each netdev in `departed` (netdevs that
+/// left the selection): their files under `class/net/<netdev>/` are closed now rather than
+/// when they are forgotten unread ([`Fs::release`]).
+pub fn let_go(fs: &dyn Fs, sysfs: &Path, departed: &[String]) {
+    let class = sysfs.join("class/net");
+    for name in departed {
+        fs.release(&class.join(name));
     }
-    let (fs, class) = (Arc::clone(fs), sysfs.join("class/net"));
-    run.each(departed, 1, move |name| {
-        let dir = class.join(name);
-        for attribute in attributes {
-            let _ = fs.read_with(&dir.join(attribute), &mut |_| {});
-        }
-    });
 }
 
 #[cfg(test)]

@@ -20,10 +20,9 @@
 //! moves with the allocator. The bytes per cycle are measured with `scripts/churn-bench`.
 //!
 //! The test process cannot enter a network namespace itself (this crate has no `unsafe` and
-//! no `libc`), so HTTP to the agent, bound to the namespace's loopback, goes through this same
-//! test binary re-run under `ip netns exec` with `--exact netns_relay`: it reads one path a
-//! line on its standard input and answers each on its standard output. In a normal test run
-//! `netns_relay` does nothing. A missing `ip` tool, or a namespace that cannot be created, is
+//! no `libc`), so HTTP to the agent, bound to the namespace's loopback, goes through a small
+//! relay run under `ip netns exec` ([`RELAY`]): it reads one path a line on its standard
+//! input and answers each on its standard output. A missing `ip` tool, or a namespace that cannot be created, is
 //! a failure, not a skip.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -34,7 +33,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{Sample, binary, find, get, parse_samples, value};
+use railscope_tests::{Sample, binary, find, parse_samples, value};
 
 /// The address the relay asks, when this binary runs as the relay.
 const RELAY_ENV: &str = "RAILSCOPE_CHURN_RELAY";
@@ -48,29 +47,27 @@ const RSS_SLACK_KIB: u64 = 8 * 1024;
 /// The collectors under test.
 const COLLECTORS: [&str; 3] = ["netdev", "ethtool", "dcb"];
 
-/// Not a test of its own: the relay the churn test runs inside the namespace. For every line
-/// of standard input (a path), GETs it from `$RAILSCOPE_CHURN_RELAY` and writes
+/// The relay run inside the namespace (`python3`, which the test suite requires): for every
+/// line of standard input (a path), GETs it from `$RAILSCOPE_CHURN_RELAY` and writes
 /// `RELAY <status> <length>\n` and the body to standard output (status 0 when nothing
 /// answers); ends at the end of its input.
-#[test]
-fn netns_relay() {
-    let Ok(addr) = std::env::var(RELAY_ENV) else {
-        return;
-    };
-    let addr = addr.parse().unwrap();
-    let stdin = std::io::stdin();
-    let mut out = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let path = line.unwrap();
-        let (status, body) = match get(addr, path.trim(), &[]) {
-            Ok(resp) => (resp.status, resp.body),
-            Err(_) => (0, Vec::new()),
-        };
-        writeln!(out, "RELAY {status} {}", body.len()).unwrap();
-        out.write_all(&body).unwrap();
-        out.flush().unwrap();
-    }
-}
+const RELAY: &str = r#"
+import http.client, os, sys
+host, port = os.environ["RAILSCOPE_CHURN_RELAY"].rsplit(":", 1)
+out = sys.stdout.buffer
+for line in sys.stdin:
+    try:
+        c = http.client.HTTPConnection(host, int(port), timeout=30)
+        c.request("GET", line.strip())
+        r = c.getresponse()
+        status, body = r.status, r.read()
+        c.close()
+    except OSError:
+        status, body = 0, b""
+    out.write(b"RELAY %d %d\n" % (status, len(body)))
+    out.write(body)
+    out.flush()
+"#;
 
 /// Runs `cmd`, panicking with its output when it fails.
 fn run(cmd: &mut Command) -> Output {
@@ -169,15 +166,7 @@ impl NetnsAgent {
             .unwrap_or_else(|e| panic!("cannot run ip ({e}); install iproute2"));
         let mut relay = Command::new("ip")
             .args(["netns", "exec", &ns.name])
-            .arg(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "netns_relay",
-                "--test-threads",
-                "1",
-                "--nocapture",
-                "-q",
-            ])
+            .args(["python3", "-c", RELAY])
             .env(RELAY_ENV, AGENT_ADDR)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

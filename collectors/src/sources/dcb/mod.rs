@@ -40,9 +40,7 @@ use std::time::Duration;
 
 use crate::error::{CollectError, Origin};
 use crate::fs::Fs;
-use crate::netdevs::{
-    Departures, FILTER_OPTIONS, IDENTITY_ATTRIBUTES, NetdevFilter, is_same_netdev, let_go,
-};
+use crate::netdevs::{Departures, FILTER_OPTIONS, NetdevFilter, is_same_netdev, let_go};
 use crate::netlink::Flow;
 use crate::netlink::rtnl::{RtnlSocket, getlink_error};
 use crate::run::{Run, gather, standalone};
@@ -135,7 +133,7 @@ impl DcbSource {
         }
         let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
         let departed = self.departures.update(&selected);
-        let_go(run, &self.fs, &self.sysfs, departed, &IDENTITY_ATTRIBUTES);
+        let_go(self.fs.as_ref(), &self.sysfs, &departed);
         if selected.is_empty() {
             return report;
         }

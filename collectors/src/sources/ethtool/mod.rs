@@ -41,9 +41,7 @@ use regex::Regex;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
-use crate::netdevs::{
-    Departures, FILTER_OPTIONS, IDENTITY_ATTRIBUTES, NetdevFilter, is_same_netdev, let_go,
-};
+use crate::netdevs::{Departures, FILTER_OPTIONS, NetdevFilter, is_same_netdev, let_go};
 use crate::netlink::rtnl::{self, Link, RtnlSocket, getlink_error};
 use crate::run::{Run, standalone};
 use crate::source::{
@@ -203,7 +201,7 @@ impl EthtoolSource {
     pub fn read_in(&self, run: &Run<'_>) -> Report<Snapshot> {
         let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
         let departed = self.departures.update(&selected);
-        let_go(run, &self.fs, &self.sysfs, departed, &IDENTITY_ATTRIBUTES);
+        let_go(self.fs.as_ref(), &self.sysfs, &departed);
         let mut netdevs = Vec::new();
         let mut errors = Vec::new();
         let mut elsewhere = 0;

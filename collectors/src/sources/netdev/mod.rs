@@ -26,9 +26,9 @@
 //! read costs that value and is a [`CollectError`]. A netdev that disappears between
 //! selection and reading is dropped with one error.
 //!
-//! Nothing of a netdev outlives it: the source keeps no state per netdev, and the attribute
-//! files it read of a netdev that left the selection ([`ATTRIBUTES`]) are read once more in
-//! the next collection so that the file system closes them ([`crate::netdevs::let_go`]).
+//! Nothing of a netdev outlives it: the source keeps no state per netdev, and the files kept
+//! open for a netdev that left the selection are closed in the next collection
+//! ([`crate::netdevs::let_go`]).
 
 use std::io;
 use std::path::PathBuf;
@@ -53,29 +53,6 @@ pub const SPEC: Spec = Spec {
 
 /// How long one rtnetlink receive may wait.
 pub const RECEIVE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// Every attribute file under `class/net/<netdev>/` the source reads: the identity check's
-/// (`ifindex`, `address`), `speed`, and the sysfs fallback's. Read once more when the netdev
-/// leaves the selection, so that the files kept open for it are closed.
-pub const ATTRIBUTES: [&str; 17] = [
-    "ifindex",
-    "address",
-    "speed",
-    "mtu",
-    "operstate",
-    "carrier",
-    "carrier_changes",
-    "carrier_up_count",
-    "carrier_down_count",
-    "statistics/rx_bytes",
-    "statistics/rx_packets",
-    "statistics/rx_errors",
-    "statistics/rx_dropped",
-    "statistics/tx_bytes",
-    "statistics/tx_packets",
-    "statistics/tx_errors",
-    "statistics/tx_dropped",
-];
 
 /// What the source read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -184,7 +161,7 @@ impl NetdevSource {
         };
         let names = self.filter.select(self.fs.as_ref(), &self.sysfs);
         let departed = self.departures.update(&names);
-        let_go(run, &self.fs, &self.sysfs, departed, &ATTRIBUTES);
+        let_go(self.fs.as_ref(), &self.sysfs, &departed);
         let (src, links) = (self.clone(), Arc::new(links));
         let units = run.each(names, 1, move |name| {
             let mut errors = Vec::new();
@@ -650,10 +627,13 @@ mod tests {
         fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
             RealFs.canonicalize(path)
         }
+        fn release(&self, dir: &Path) {
+            self.kept.lock().unwrap().retain(|p| !p.starts_with(dir));
+        }
     }
 
     #[test]
-    fn a_netdev_that_leaves_is_read_once_more_so_its_files_are_let_go() {
+    fn the_files_kept_for_a_netdev_that_leaves_are_let_go() {
         let dir = tree();
         let class = dir.path().join("class/net");
         let fs = Arc::new(Keeping::default());
@@ -681,42 +661,6 @@ mod tests {
         let before = fs.kept.lock().unwrap().len();
         standalone("netdev", |run| src.read_with(run, Ok(vec![link])));
         assert_eq!(fs.kept.lock().unwrap().len(), before);
-    }
-
-    #[test]
-    fn every_attribute_the_source_reads_is_one_it_lets_go_of() {
-        let dir = tree();
-        let class = dir.path().join("class/net");
-        let fs = Arc::new(FaultFs::new());
-        let src = source(dir.path(), fs.clone(), Some("."));
-        let link = Link {
-            index: 2,
-            name: Some("ens1f0np0".into()),
-            address: Some("0c:42:a1:78:91:f4".into()),
-            ..Link::default()
-        };
-        // Over rtnetlink, from sysfs, and with a failed dump.
-        standalone("netdev", |run| src.read_with(run, Ok(vec![link])));
-        standalone("netdev", |run| src.read_with(run, Ok(vec![])));
-        standalone("netdev", |run| {
-            src.read_with(run, Err(io::Error::from_raw_os_error(libc::EIO)))
-        });
-        for name in ["ens1f0np0", "veth9"] {
-            for path in fs.accessed() {
-                let Ok(rel) = path.strip_prefix(class.join(name)) else {
-                    continue;
-                };
-                let rel = rel.to_str().unwrap();
-                // `device/driver` is a link: read with readlink, never kept open.
-                assert!(
-                    ATTRIBUTES.contains(&rel) || rel == "device/driver",
-                    "{name}/{rel} is read but not let go of"
-                );
-            }
-        }
-        for attribute in crate::netdevs::IDENTITY_ATTRIBUTES {
-            assert!(ATTRIBUTES.contains(&attribute));
-        }
     }
 
     #[test]
