@@ -335,7 +335,17 @@ impl Fs for KeptOpenFs {
     fn release(&self, dir: &Path) {
         let mut prefix = key(dir).to_vec();
         prefix.push(b'/');
-        lock(&self.kept).retain(|path, _| !path.starts_with(&prefix));
+        let mut kept = lock(&self.kept);
+        kept.retain(|path, _| !path.starts_with(&prefix));
+        if kept.capacity() > 4 * kept.len() + 64 {
+            kept.shrink_to_fit();
+        }
+        drop(kept);
+        let mut changes = lock(&self.changes);
+        changes.by_device.remove(dir);
+        if changes.by_device.capacity() > 4 * changes.by_device.len() + 64 {
+            changes.by_device.shrink_to_fit();
+        }
     }
 
     fn changes(&self, device: &Path) -> u64 {

@@ -148,10 +148,19 @@ pub(crate) fn is_same_netdev(
     let dir = sysfs.join("class/net").join(name);
     let [ifindex, address] = IDENTITY_ATTRIBUTES;
     let mut attrs = Attrs::new(fs, Some(name), errors);
-    let ifindex: Option<u32> = attrs.number(&dir.join(ifindex));
-    if ifindex.is_some_and(|i| i != link.index) {
-        return false;
+    let mut sysfs_index: Option<u32> = attrs.number(&dir.join(ifindex));
+    if sysfs_index.is_some_and(|i| i != link.index) {
+        // Files kept open follow the netdev they were opened for, not its name: after a
+        // rename, a new netdev under the old name would be read through the old one's.
+        // Look again through the name before calling them different.
+        fs.release(&dir);
+        let mut attrs = Attrs::new(fs, Some(name), errors);
+        sysfs_index = attrs.number(&dir.join(ifindex));
+        if sysfs_index.is_some_and(|i| i != link.index) {
+            return false;
+        }
     }
+    let mut attrs = Attrs::new(fs, Some(name), errors);
     match (attrs.string(&dir.join(address)), &link.address) {
         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
         _ => true,
@@ -236,5 +245,41 @@ mod tests {
         let last = departures.last.lock().unwrap();
         assert_eq!(last.len(), 3);
         assert!(last.capacity() <= 2 * 3 + 16);
+    }
+
+    #[test]
+    fn a_new_netdev_under_an_old_name_is_not_read_through_the_old_ones_files() {
+        use crate::files::KeptOpenFs;
+        use crate::fs::Roots;
+        let dir = tempfile::tempdir().unwrap();
+        let sysfs = dir.path().to_path_buf();
+        for (device, index) in [("old", "5"), ("new", "9")] {
+            let d = sysfs.join("devices/virtual/net").join(device);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("ifindex"), format!("{index}\n")).unwrap();
+        }
+        std::fs::create_dir_all(sysfs.join("class/net")).unwrap();
+        let link_path = sysfs.join("class/net/vcA1");
+        std::os::unix::fs::symlink("../../devices/virtual/net/old", &link_path).unwrap();
+        let fs = KeptOpenFs::with_capacity(
+            &Roots {
+                sysfs: sysfs.clone(),
+                procfs: std::path::PathBuf::from("/proc"),
+            },
+            64,
+        );
+        let mut errors = Vec::new();
+        let link = |index| Link {
+            index,
+            name: Some("vcA1".into()),
+            ..Link::default()
+        };
+        assert!(is_same_netdev(&fs, &sysfs, "vcA1", &link(5), &mut errors));
+        // Renamed away, and a new netdev takes the name: its file is kept open still.
+        std::fs::remove_file(&link_path).unwrap();
+        std::os::unix::fs::symlink("../../devices/virtual/net/new", &link_path).unwrap();
+        assert!(is_same_netdev(&fs, &sysfs, "vcA1", &link(9), &mut errors));
+        assert!(!is_same_netdev(&fs, &sysfs, "vcA1", &link(5), &mut errors));
+        assert_eq!(errors, vec![]);
     }
 }
