@@ -134,11 +134,15 @@ impl From<&str> for Label {
     }
 }
 
+/// A series' label names and values, in output order. Most series have four labels or fewer,
+/// which are held in place: a sample costs no allocation of its own.
+pub(crate) type Labels = smallvec::SmallVec<[(&'static str, Label); 4]>;
+
 /// One series: label pairs and a value.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Sample {
     /// Label names and values, in output order.
-    pub(crate) labels: Vec<(&'static str, Label)>,
+    pub(crate) labels: Labels,
     /// The value.
     pub(crate) value: Value,
 }
@@ -195,11 +199,10 @@ impl Family {
     /// Adds a sample.
     pub(crate) fn push<L: Into<Label>>(
         &mut self,
-        labels: Vec<(&'static str, L)>,
+        labels: impl IntoIterator<Item = (&'static str, L)>,
         value: impl Into<Value>,
     ) {
         self.samples.push(Sample {
-            // Collected in place: a `String` and a `Label` are the same size.
             labels: labels.into_iter().map(|(k, v)| (k, v.into())).collect(),
             value: value.into(),
         });
@@ -208,25 +211,35 @@ impl Family {
     /// Adds a sample without labels.
     pub(crate) fn push_unlabelled(&mut self, value: impl Into<Value>) {
         self.samples.push(Sample {
-            labels: Vec::new(),
+            labels: Labels::new(),
             value: value.into(),
         });
     }
 
     /// The name samples carry.
+    #[cfg(test)]
     pub(crate) fn sample_name(&self) -> String {
-        match self.kind {
-            MetricType::Gauge => self.name.to_owned(),
-            MetricType::Counter => format!("{}_total", self.name),
-            MetricType::Info => format!("{}_info", self.name),
-        }
+        let mut name = String::new();
+        self.write_sample_name(&mut name);
+        name
+    }
+
+    /// Writes the name samples carry.
+    fn write_sample_name(&self, out: &mut String) {
+        out.push_str(self.name);
+        out.push_str(match self.kind {
+            MetricType::Gauge => "",
+            MetricType::Counter => "_total",
+            MetricType::Info => "_info",
+        });
     }
 }
 
 fn unit_of(name: &str) -> Option<&'static str> {
-    ["bytes", "seconds"]
-        .into_iter()
-        .find(|unit| name.ends_with(&format!("_{unit}")))
+    ["bytes", "seconds"].into_iter().find(|unit| {
+        name.strip_suffix(unit)
+            .is_some_and(|rest| rest.ends_with('_'))
+    })
 }
 
 /// An exposition format.
@@ -281,14 +294,17 @@ impl Format {
 /// Encodes `families` in `format`. Families without samples are left out.
 pub(crate) fn encode(families: &[Family], format: Format) -> String {
     let mut out = String::with_capacity(families.iter().map(|f| f.samples.len() * 96 + 128).sum());
+    let mut sample_name = String::with_capacity(96);
     for family in families.iter().filter(|f| !f.samples.is_empty()) {
+        sample_name.clear();
+        family.write_sample_name(&mut sample_name);
         let (header_name, kind) = match (format, family.kind) {
-            (Format::Prometheus, MetricType::Gauge) => (family.sample_name(), "gauge"),
-            (Format::Prometheus, MetricType::Counter) => (family.sample_name(), "counter"),
-            (Format::Prometheus, MetricType::Info) => (family.sample_name(), "gauge"),
-            (Format::OpenMetrics, MetricType::Gauge) => (family.name.to_owned(), "gauge"),
-            (Format::OpenMetrics, MetricType::Counter) => (family.name.to_owned(), "counter"),
-            (Format::OpenMetrics, MetricType::Info) => (family.name.to_owned(), "info"),
+            (Format::Prometheus, MetricType::Gauge) => (sample_name.as_str(), "gauge"),
+            (Format::Prometheus, MetricType::Counter) => (sample_name.as_str(), "counter"),
+            (Format::Prometheus, MetricType::Info) => (sample_name.as_str(), "gauge"),
+            (Format::OpenMetrics, MetricType::Gauge) => (family.name, "gauge"),
+            (Format::OpenMetrics, MetricType::Counter) => (family.name, "counter"),
+            (Format::OpenMetrics, MetricType::Info) => (family.name, "info"),
         };
         let _ = writeln!(
             out,
@@ -299,7 +315,6 @@ pub(crate) fn encode(families: &[Family], format: Format) -> String {
         if let (Format::OpenMetrics, Some(unit)) = (format, family.unit) {
             let _ = writeln!(out, "# UNIT {header_name} {unit}");
         }
-        let sample_name = family.sample_name();
         for sample in &family.samples {
             out.push_str(&sample_name);
             if !sample.labels.is_empty() {
@@ -329,17 +344,24 @@ pub(crate) fn encode(families: &[Family], format: Format) -> String {
 /// Escapes help text: `\` and newline in both formats; OpenMetrics writes help as an
 /// escaped string like a label value, so `"` is escaped there too (text 0.0.4 would keep a
 /// `\"` literally).
-pub(crate) fn escape_help(help: &str, format: Format) -> String {
+pub(crate) fn escape_help(help: &str, format: Format) -> std::borrow::Cow<'_, str> {
+    let special: &[char] = match format {
+        Format::Prometheus => &['\\', '\n'],
+        Format::OpenMetrics => &['\\', '\n', '"'],
+    };
+    if !help.contains(special) {
+        return std::borrow::Cow::Borrowed(help);
+    }
     let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-    match format {
+    std::borrow::Cow::Owned(match format {
         Format::Prometheus => help,
         Format::OpenMetrics => help.replace('"', "\\\""),
-    }
+    })
 }
 
 /// Escapes a label value as both formats require: `\`, `"` and newline.
 fn escape_label_value(out: &mut String, value: &str) {
-    if !value.contains(['\\', '"', '\n']) {
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
         out.push_str(value);
         return;
     }
@@ -353,9 +375,27 @@ fn escape_label_value(out: &mut String, value: &str) {
     }
 }
 
+/// Writes `v` in decimal, without the formatting machinery (most samples are counters).
+fn write_u64(out: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
 fn write_value(out: &mut String, value: Value) {
     let _ = match value {
-        Value::U64(v) => write!(out, "{v}"),
+        Value::U64(v) => {
+            write_u64(out, v);
+            Ok(())
+        }
         Value::I64(v) => write!(out, "{v}"),
         Value::F64(v) if v.is_nan() => write!(out, "NaN"),
         Value::F64(v) if v == f64::INFINITY => write!(out, "+Inf"),
@@ -427,6 +467,8 @@ mod tests {
         let mut out = String::new();
         for v in [
             Value::U64(u64::MAX),
+            Value::U64(0),
+            Value::U64(10),
             Value::I64(-1),
             Value::F64(1e6),
             Value::F64(f64::NAN),
@@ -436,7 +478,7 @@ mod tests {
             write_value(&mut out, v);
             out.push(' ');
         }
-        assert_eq!(out, "18446744073709551615 -1 1000000 NaN +Inf 0.0015 ");
+        assert_eq!(out, "18446744073709551615 0 10 -1 1000000 NaN +Inf 0.0015 ");
     }
 
     #[test]

@@ -337,7 +337,7 @@ fn rdma_device() -> impl Strategy<Value = Device> {
             let hw: Vec<HwCounter> = counters
                 .iter()
                 .map(|(name, value)| HwCounter {
-                    name: name.clone(),
+                    name: name.as_str().into(),
                     value: *value,
                 })
                 .collect();
@@ -359,7 +359,7 @@ fn rdma_device() -> impl Strategy<Value = Device> {
                 }),
                 pma: vec![
                     PmaCounter {
-                        name: s[4].clone(),
+                        name: s[4].as_str().into(),
                         value: 7,
                         bits: Some(16),
                         dir: PmaDir::Counters,

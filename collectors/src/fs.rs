@@ -209,6 +209,37 @@ impl<V> PathMap<V> {
     }
 }
 
+/// A directory's path with one name after it, changed without parsing the path again
+/// (`PathBuf::push` and `pop` walk the components each time): for reading every file of a
+/// directory.
+#[derive(Debug)]
+pub struct ChildPath {
+    buf: Vec<u8>,
+    base: usize,
+}
+
+impl ChildPath {
+    /// Paths under `dir`.
+    pub fn new(dir: &Path) -> Self {
+        let mut buf = Vec::with_capacity(dir.as_os_str().len() + 48);
+        buf.extend_from_slice(dir.as_os_str().as_bytes());
+        if buf.last() != Some(&b'/') {
+            buf.push(b'/');
+        }
+        ChildPath {
+            base: buf.len(),
+            buf,
+        }
+    }
+
+    /// `dir/name`.
+    pub fn of(&mut self, name: &str) -> &Path {
+        self.buf.truncate(self.base);
+        self.buf.extend_from_slice(name.as_bytes());
+        Path::new(std::ffi::OsStr::from_bytes(&self.buf))
+    }
+}
+
 /// Compares names so that runs of digits compare by value: `mlx5_2 < mlx5_10`.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
     let (mut a, mut b) = (a.as_bytes(), b.as_bytes());

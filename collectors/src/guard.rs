@@ -30,7 +30,9 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(test)]
+use std::time::Instant;
 
 use crate::error::Blocked;
 pub use crate::error::{is_skipped, is_timed_out};
@@ -54,6 +56,24 @@ thread_local! {
 /// A fresh attempt id, for [`with_attempt`] and [`GuardedFs::fence`].
 pub(crate) fn next_attempt() -> u64 {
     NEXT_ATTEMPT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The monotonic clock at the kernel's tick resolution (`CLOCK_MONOTONIC_COARSE`: a few
+/// milliseconds, and a fraction of the cost of the precise clock). Every guarded operation
+/// stamps its start, and a blocked one is measured in seconds.
+#[allow(unsafe_code)]
+pub(crate) fn coarse_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_COARSE exists on every
+    // Linux kernel this runs on (since 2.6.32), and the call cannot fail otherwise.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// Runs `f` as attempt `id`: the [`GuardedFs`] operations it makes on this thread can be
@@ -87,7 +107,8 @@ struct Op {
     /// 0 between operations.
     id: u64,
     path: PathBuf,
-    started: Instant,
+    /// [`coarse_now`] when it started.
+    started: Duration,
     /// Whether it reads a file (rather than listing, resolving or testing a path).
     read: bool,
 }
@@ -96,7 +117,8 @@ struct Op {
 struct Entry {
     op: u64,
     path: PathBuf,
-    since: Instant,
+    /// [`coarse_now`] when it started.
+    since: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -135,7 +157,7 @@ impl GuardedFs {
 
     /// The devices that have a blocked operation now.
     pub fn blocked(&self) -> Vec<BlockedDevice> {
-        let now = Instant::now();
+        let now = coarse_now();
         let state = lock(&self.state);
         // The longest-blocked operation of each device.
         let mut by_device: HashMap<&PathBuf, &Entry> = HashMap::new();
@@ -150,7 +172,7 @@ impl GuardedFs {
             .map(|(device, entry)| BlockedDevice {
                 device: self.relative(device),
                 path: entry.path.clone(),
-                blocked_for: now.saturating_duration_since(entry.since),
+                blocked_for: now.saturating_sub(entry.since),
             })
             .collect();
         out.sort_by(|a, b| a.device.cmp(&b.device));
@@ -171,7 +193,7 @@ impl GuardedFs {
     /// operation now, that operation's device is marked blocked (its reads fail at once until
     /// the operation returns), the timeout is counted, and the blocked device is returned.
     pub(crate) fn fence(&self, id: u64) -> Option<BlockedDevice> {
-        let now = Instant::now();
+        let now = coarse_now();
         let mut state = lock(&self.state);
         state.abandoned.insert(id);
         let op = state.ops.get(&id).filter(|op| op.id != 0)?;
@@ -190,7 +212,7 @@ impl GuardedFs {
         Some(BlockedDevice {
             device: self.relative(&device),
             path,
-            blocked_for: now.saturating_duration_since(started),
+            blocked_for: now.saturating_sub(started),
         })
     }
 
@@ -243,13 +265,13 @@ impl GuardedFs {
                 let current = state.ops.entry(id).or_insert_with(|| Op {
                     id: 0,
                     path: PathBuf::new(),
-                    started: Instant::now(),
+                    started: Duration::ZERO,
                     read,
                 });
                 current.id = op_id;
                 current.path.as_mut_os_string().clear();
                 current.path.as_mut_os_string().push(path.as_os_str());
-                current.started = Instant::now();
+                current.started = coarse_now();
                 current.read = read;
             }
         }
@@ -291,7 +313,7 @@ impl GuardedFs {
         if let Some(entry) = blocked {
             return Some(Blocked::DeviceBlocked {
                 device: PathBuf::from(self.relative(&device)),
-                for_: entry.since.elapsed(),
+                for_: coarse_now().saturating_sub(entry.since),
             });
         }
         (state.blocked.len() >= MAX_BLOCKED).then_some(Blocked::TooManyBlocked)

@@ -30,7 +30,7 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
         "PFC frames of the priority as the driver counts ieee_pfc.indications: received on mlx5, ice, i40e and hns3, sent on ixgbe and kvx; mlx5 values are cached until an ETHTOOL_GSTATS refreshes them.",
     );
     for nd in &snapshot.netdevs {
-        capability.push(vec![("netdev", nd.name.clone())], u64::from(nd.pfc.pfc_cap));
+        capability.push([("netdev", nd.name.clone())], u64::from(nd.pfc.pfc_cap));
         for priority in 0..8 {
             let labels = vec![
                 ("netdev", nd.name.clone()),

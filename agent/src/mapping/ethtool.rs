@@ -228,13 +228,10 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
                 out[family as usize].push(labels, *value);
             }
         }
-        out[F::Reported as usize].push(
-            vec![("netdev", netdev.name.clone())],
-            netdev.reported as u64,
-        );
+        out[F::Reported as usize].push([("netdev", netdev.name.clone())], netdev.reported as u64);
         for (name, value) in &netdev.other {
             out[F::Other as usize].push(
-                vec![("netdev", netdev.name.clone()), ("stat", name.clone())],
+                [("netdev", netdev.name.clone()), ("stat", name.clone())],
                 *value,
             );
         }

@@ -43,7 +43,7 @@ fn identity_families(snapshot: &Snapshot) -> Vec<Family> {
     for gpu in &snapshot.gpus {
         let id = &gpu.identity;
         info.push(
-            vec![
+            [
                 ("gpu", gpu.index.to_string()),
                 ("uuid", id.uuid.clone().unwrap_or_default()),
                 ("name", id.name.clone().unwrap_or_default()),
@@ -186,7 +186,7 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
     for gpu in gpus {
         for (kind, scope, n) in &gpu.ecc {
             ecc.push(
-                vec![
+                [
                     ("gpu", gpu.index.to_string()),
                     ("type", (*kind).to_owned()),
                     ("scope", (*scope).to_owned()),

@@ -7,9 +7,11 @@
 //! count 4-byte words (×4, from the collector's PMA table `pma::bytes_per_unit`), rates are
 //! bytes per second, `lifespan` is seconds.
 
+use std::sync::Arc;
+
 use railscope_collectors::sources::infiniband::{PmaCounter, Port, Snapshot, pma};
 
-use crate::exposition::{Family, Label};
+use crate::exposition::{Family, Label, Labels};
 
 /// How a known PMA counter is exported.
 struct PmaFamily {
@@ -157,21 +159,24 @@ const PMA_FAMILIES: &[PmaFamily] = &[
     ),
 ];
 
-fn device_port(device: &str, port: &Port) -> Vec<(&'static str, Label)> {
-    vec![
+fn device_port(device: &str, port: &Port) -> Labels {
+    smallvec::smallvec![
         ("device", Label::shared(device)),
         ("port", Label::shared(&port.number.to_string())),
     ]
 }
 
 /// A port's labels (shared) and `extra` ones.
-fn with(
-    labels: &[(&'static str, Label)],
-    extra: &[(&'static str, &str)],
-) -> Vec<(&'static str, Label)> {
-    let mut out = Vec::with_capacity(labels.len() + extra.len());
-    out.extend_from_slice(labels);
+fn with(labels: &[(&'static str, Label)], extra: &[(&'static str, &str)]) -> Labels {
+    let mut out = Labels::from(labels);
     out.extend(extra.iter().map(|(k, v)| (*k, Label::from(*v))));
+    out
+}
+
+/// A port's labels (shared) and its `counter` label (shared with the snapshot).
+fn with_counter(labels: &[(&'static str, Label)], counter: &Arc<str>) -> Labels {
+    let mut out = Labels::from(labels);
+    out.push(("counter", Label::Shared(Arc::clone(counter))));
     out
 }
 
@@ -186,7 +191,7 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
 }
 
 /// Every port of every device with its `device` and `port` labels, in snapshot order.
-fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&Port, Vec<(&'static str, Label)>)> {
+fn ports(snapshot: &Snapshot) -> impl Iterator<Item = (&Port, Labels)> {
     snapshot.devices.iter().flat_map(|device| {
         device
             .ports
@@ -217,7 +222,7 @@ fn device_families(snapshot: &Snapshot) -> Vec<Family> {
         let name = device.name.as_str();
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
         device_info.push(
-            vec![
+            [
                 ("device", name.to_owned()),
                 ("driver", opt(&device.driver)),
                 (
@@ -241,18 +246,19 @@ fn device_families(snapshot: &Snapshot) -> Vec<Family> {
             ],
             1u64,
         );
-        device_errors.push(vec![("device", name.to_owned())], device.errors);
+        device_errors.push([("device", name.to_owned())], device.errors);
+        let device_label = Label::shared(name);
         for counter in &device.hw_counters {
             device_hw.push(
-                vec![
-                    ("device", name.to_owned()),
-                    ("counter", counter.name.clone()),
+                [
+                    ("device", device_label.clone()),
+                    ("counter", Label::Shared(Arc::clone(&counter.name))),
                 ],
                 counter.value,
             );
         }
         if let Some(ms) = device.hw_counters_lifespan_ms {
-            device_lifespan.push(vec![("device", name.to_owned())], ms as f64 / 1000.0);
+            device_lifespan.push([("device", name.to_owned())], ms as f64 / 1000.0);
         }
     }
     vec![device_info, device_errors, device_hw, device_lifespan]
@@ -385,10 +391,7 @@ fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
         for counter in &port.pma {
             map_pma(counter, &labels, &mut named, &mut pma_other);
             if counter.bits.is_some() {
-                saturated.push(
-                    with(&labels, &[("counter", &counter.name)]),
-                    counter.saturated(),
-                );
+                saturated.push(with_counter(&labels, &counter.name), counter.saturated());
             }
         }
     }
@@ -408,7 +411,7 @@ fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
     );
     for (port, labels) in ports(snapshot) {
         for counter in &port.hw_counters {
-            port_hw.push(with(&labels, &[("counter", &counter.name)]), counter.value);
+            port_hw.push(with_counter(&labels, &counter.name), counter.value);
         }
         if let Some(ms) = port.hw_counters_lifespan_ms {
             port_lifespan.push(labels, ms as f64 / 1000.0);
@@ -463,9 +466,9 @@ fn map_pma(
     named: &mut [Family],
     other: &mut Family,
 ) {
-    match PMA_FAMILIES.iter().find(|s| s.counter == counter.name) {
+    match PMA_FAMILIES.iter().find(|s| s.counter == &*counter.name) {
         Some(spec) => {
-            let mut labels = labels.to_vec();
+            let mut labels = Labels::from(labels);
             if let Some(direction) = spec.direction {
                 labels.push(("direction", Label::Static(direction)));
             }
@@ -476,7 +479,7 @@ fn map_pma(
                 family.push(labels, value);
             }
         }
-        None => other.push(with(labels, &[("counter", &counter.name)]), counter.value),
+        None => other.push(with_counter(labels, &counter.name), counter.value),
     }
 }
 

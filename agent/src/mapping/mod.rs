@@ -48,7 +48,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         "railscope's version and the source revision it was built from.",
     );
     build.push(
-        vec![
+        [
             ("version", build_info::VERSION.to_owned()),
             ("revision", build_info::REVISION.to_owned()),
         ],
@@ -77,7 +77,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         last_errors.push(labels, outcome.errors as u64);
     }
     for (name, total) in &totals.errors {
-        errors.push(vec![("collector", (*name).to_owned())], *total);
+        errors.push([("collector", (*name).to_owned())], *total);
     }
     let mut collections = Family::counter(
         "railscope_collections",
@@ -95,7 +95,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
     );
     for device in &totals.blocked {
         blocked.push(
-            vec![("path", device.device.clone())],
+            [("path", device.device.clone())],
             device.blocked_for.as_secs_f64(),
         );
     }

@@ -63,7 +63,7 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     for nd in &snapshot.netdevs {
         let labels = netdev(nd);
         info.push(
-            vec![
+            [
                 ("netdev", nd.name.clone()),
                 ("operstate", nd.operstate.clone().unwrap_or_default()),
                 ("address", nd.address.clone().unwrap_or_default()),

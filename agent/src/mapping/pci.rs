@@ -47,7 +47,7 @@ pub(crate) fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
     for d in &snapshot.devices {
         let addr = || vec![("pci_address", d.address.clone())];
         info.push(
-            vec![
+            [
                 ("pci_address", d.address.clone()),
                 ("role", d.role.as_str().to_owned()),
                 ("vendor_id", hex(d.vendor, 4)),
@@ -81,7 +81,7 @@ pub(crate) fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
         for aer in &d.aer {
             if let Some(total) = aer.total {
                 aer_total.push(
-                    vec![
+                    [
                         ("pci_address", d.address.clone()),
                         ("severity", aer.severity.to_owned()),
                     ],
@@ -92,7 +92,7 @@ pub(crate) fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
             // thirty error types each, nearly all zero forever.
             for (name, count) in aer.by_type.iter().filter(|(_, c)| *c > 0) {
                 aer_type.push(
-                    vec![
+                    [
                         ("pci_address", d.address.clone()),
                         ("severity", aer.severity.to_owned()),
                         ("type", name.clone()),
@@ -104,7 +104,7 @@ pub(crate) fn pci_families(snapshot: &pci::Snapshot) -> Vec<Family> {
         if let Some(state) = d.acs {
             for s in AcsState::ALL {
                 acs.push(
-                    vec![
+                    [
                         ("pci_address", d.address.clone()),
                         ("state", s.as_str().to_owned()),
                     ],
@@ -126,7 +126,7 @@ pub(crate) fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
     );
     for g in &snapshot.gpus {
         gpus.push(
-            vec![
+            [
                 ("gpu", g.index.to_string()),
                 ("pci_address", g.address.clone()),
                 (
@@ -148,7 +148,7 @@ pub(crate) fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
     for nic in &snapshot.nics {
         for (gpu, level) in nic.distances.iter().enumerate() {
             distance.push(
-                vec![
+                [
                     ("device", nic.device.clone()),
                     ("gpu", gpu.to_string()),
                     ("level", level.as_str().to_owned()),
@@ -159,7 +159,7 @@ pub(crate) fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
         if let Some((level, gpus)) = nic.nearest() {
             for gpu in gpus {
                 nearest.push(
-                    vec![
+                    [
                         ("device", nic.device.clone()),
                         ("pci_address", nic.address.clone()),
                         ("gpu", gpu.to_string()),
@@ -176,7 +176,7 @@ pub(crate) fn topology_families(snapshot: &topology::Snapshot) -> Vec<Family> {
     );
     for r in &snapshot.rails {
         rails.push(
-            vec![
+            [
                 ("device", r.device.clone()),
                 ("port", r.port.to_string()),
                 ("rail", r.rail.to_string()),
@@ -197,7 +197,7 @@ pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
         "1 when the kernel module is loaded (/sys/module/<module>).",
     );
     for (module, loaded) in &snapshot.modules {
-        modules.push(vec![("module", (*module).to_owned())], *loaded);
+        modules.push([("module", (*module).to_owned())], *loaded);
     }
     let mut peermem = Family::gauge(
         "railscope_host_gpudirect_rdma_module_loaded",
@@ -219,7 +219,7 @@ pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
     );
     if let Some(current) = snapshot.iommu_mode {
         for m in IommuMode::ALL {
-            mode.push(vec![("mode", m.as_str().to_owned())], m == current);
+            mode.push([("mode", m.as_str().to_owned())], m == current);
         }
     }
     let mut iommu_info = Family::info(
@@ -227,7 +227,7 @@ pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
         "Where the IOMMU mode was read (iommu_groups, cmdline or sysfs) and the kernel's IOMMU command-line parameters.",
     );
     iommu_info.push(
-        vec![
+        [
             ("source", snapshot.iommu_mode_source.to_owned()),
             ("cmdline", snapshot.iommu_cmdline.clone()),
         ],
@@ -241,7 +241,7 @@ pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
         for (which, value) in [("soft", limit.soft), ("hard", limit.hard)] {
             let v = value.map_or(f64::INFINITY, |v| v as f64);
             memlock.push(
-                vec![
+                [
                     ("process", (*process).to_owned()),
                     ("limit", which.to_owned()),
                 ],

@@ -26,7 +26,8 @@ pub mod pma;
 pub mod types;
 pub(crate) mod verbs;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,7 +37,7 @@ use regex::Regex;
 pub use types::*;
 
 use crate::error::{CollectError, ErrorKind, Origin};
-use crate::fs::{Fs, PathMap, Roots, is_not_found};
+use crate::fs::{ChildPath, Fs, PathMap, Roots, is_not_found};
 use crate::run::{Run, standalone};
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
@@ -112,7 +113,26 @@ pub struct InfinibandSource {
 pub const KNOWN_FOR: Duration = Duration::from_secs(60);
 
 /// A directory's entries, shared between the scrapes that use them.
-type Listing = Arc<Vec<crate::fs::DirEntry>>;
+type Listing = Arc<[Entry]>;
+
+/// An entry of a kept listing. Its name is shared with the counters read through it, so a
+/// counter's name costs no allocation per scrape.
+#[derive(Debug)]
+struct Entry {
+    name: Arc<str>,
+    is_dir: bool,
+}
+
+/// Keeps `entries` as a [`Listing`].
+fn listing(entries: Vec<crate::fs::DirEntry>) -> Listing {
+    entries
+        .into_iter()
+        .map(|e| Entry {
+            name: Arc::from(e.name),
+            is_dir: e.is_dir,
+        })
+        .collect()
+}
 
 /// What a device's directory holds that does not change while the device exists: static
 /// attributes and links, and directory listings, by path (`None`: the kernel does not provide
@@ -145,12 +165,12 @@ impl Known {
 }
 
 /// What the last read of a port's GID table found.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct GidTable {
-    /// Every slot the `gids/` directory lists, in order.
-    slots: Vec<String>,
-    /// The slots that held a GID.
-    occupied: Vec<String>,
+    /// Every slot the `gids/` directory lists, in ascending order.
+    slots: Vec<u32>,
+    /// The slots that held a GID, in ascending order.
+    occupied: Vec<u32>,
     /// When every slot was last read.
     full_read: Instant,
 }
@@ -443,7 +463,7 @@ impl DeviceReader<'_> {
             return value.clone();
         }
         let before = self.errors.len();
-        let value = self.list(path).map(Arc::new);
+        let value = self.list(path).map(listing);
         if self.errors.len() == before {
             self.learned.lists.insert(path, value.clone());
         }
@@ -553,7 +573,7 @@ impl DeviceReader<'_> {
             _ => self
                 .fs()
                 .read_dir(&ports_dir)
-                .map(Arc::new)
+                .map(listing)
                 .inspect(|entries| {
                     self.learned
                         .lists
@@ -576,7 +596,7 @@ impl DeviceReader<'_> {
                     self.errors
                         .push(CollectError::io(Some(self.name), &ports_dir, &err));
                 }
-                Arc::new(Vec::new())
+                Listing::from([])
             }
         };
         let rule = mtu_rule(&device);
@@ -584,7 +604,7 @@ impl DeviceReader<'_> {
             let Ok(number) = entry.name.parse::<u32>() else {
                 continue;
             };
-            let port = self.read_port(number, &ports_dir.join(&entry.name), &device, rule);
+            let port = self.read_port(number, &ports_dir.join(&*entry.name), &device, rule);
             device.ports.push(port);
         }
         // A device with a read blocked in the kernel was not read past it: skip it whole until
@@ -713,32 +733,32 @@ impl DeviceReader<'_> {
         let entries = match self.known.as_ref().and_then(|k| k.lists.get(&path)) {
             Some(known) => known.clone()?,
             None => {
-                let entries = self.fs().read_dir(&path).ok().map(Arc::new);
+                let entries = self.fs().read_dir(&path).ok().map(listing);
                 self.learned.lists.insert(&path, entries.clone());
                 entries?
             }
         };
-        match entries.as_slice() {
-            [only] => Some(only.name.clone()),
+        match &*entries {
+            [only] => Some(only.name.to_string()),
             _ => None,
         }
     }
 
     fn pma_counters(&mut self, port_dir: &Path) -> Vec<PmaCounter> {
-        let mut by_name: BTreeMap<String, PmaCounter> = BTreeMap::new();
+        // (rank in the kernel's order, or past it; counter)
+        let mut counters: Vec<(usize, PmaCounter)> = Vec::new();
         let counters_dir = port_dir.join("counters");
         if let Some(entries) = self.static_list(&counters_dir) {
             // The extended group (unicast/multicast files) has 64-bit data and packet counters.
-            let extended = entries.iter().any(|e| e.name == "unicast_xmit_packets");
-            let mut path = counters_dir.clone();
+            let extended = entries.iter().any(|e| &*e.name == "unicast_xmit_packets");
+            counters.reserve(entries.len());
+            let mut path = ChildPath::new(&counters_dir);
             for entry in entries.iter().filter(|e| !e.is_dir) {
-                path.push(&entry.name);
-                let value = self.parsed(&path, parse::parse_counter);
-                path.pop();
-                let Some(value) = value else {
+                let Some(value) = self.parsed(path.of(&entry.name), parse::parse_counter) else {
                     continue;
                 };
-                let bits = match pma::spec(&entry.name).map(|s| s.width) {
+                let spec = pma::spec(&entry.name);
+                let bits = match spec.map(|s| s.width) {
                     Some(pma::Width::Fixed(bits)) => Some(bits),
                     Some(pma::Width::BaseOrExtended) if extended || value > u64::from(u32::MAX) => {
                         Some(64)
@@ -746,55 +766,45 @@ impl DeviceReader<'_> {
                     Some(pma::Width::BaseOrExtended) => Some(32),
                     None => None,
                 };
-                by_name.insert(
-                    entry.name.clone(),
+                counters.push((
+                    pma::rank(&entry.name),
                     PmaCounter {
-                        name: entry.name.clone(),
+                        name: Arc::clone(&entry.name),
                         value,
                         bits,
                         dir: PmaDir::Counters,
                     },
-                );
+                ));
             }
         }
         let ext_dir = port_dir.join("counters_ext");
         if let Some(entries) = self.static_list(&ext_dir) {
-            let mut path = ext_dir.clone();
+            let mut path = ChildPath::new(&ext_dir);
             for entry in entries.iter().filter(|e| !e.is_dir) {
-                path.push(&entry.name);
-                let value = self.parsed(&path, parse::parse_counter);
-                path.pop();
-                let Some(value) = value else {
+                let Some(value) = self.parsed(path.of(&entry.name), parse::parse_counter) else {
                     continue;
                 };
-                let name = pma::legacy_ext_name(&entry.name)
-                    .unwrap_or(&entry.name)
-                    .to_owned();
+                let name: Arc<str> = match pma::legacy_ext_name(&entry.name) {
+                    Some(legacy) => Arc::from(legacy),
+                    None => Arc::clone(&entry.name),
+                };
                 let counter = PmaCounter {
-                    name: name.clone(),
+                    name,
                     value,
                     bits: Some(64),
                     dir: PmaDir::CountersExt,
                 };
                 // A 64-bit legacy counter replaces the 32-bit one of the base group.
-                match by_name.get(&name) {
-                    Some(existing) if existing.bits.is_some_and(|b| b >= 64) => {}
-                    _ => {
-                        by_name.insert(name, counter);
-                    }
+                match counters.iter_mut().find(|(_, c)| c.name == counter.name) {
+                    Some((_, existing)) if existing.bits.is_some_and(|b| b >= 64) => {}
+                    Some((_, existing)) => *existing = counter,
+                    None => counters.push((pma::rank(&counter.name), counter)),
                 }
             }
         }
-        let mut counters: Vec<PmaCounter> = by_name.into_values().collect();
         // Kernel order for known counters, then the rest by name.
-        let rank = |c: &PmaCounter| {
-            pma::PMA_COUNTERS
-                .iter()
-                .position(|s| s.name == c.name)
-                .unwrap_or(usize::MAX)
-        };
-        counters.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.name.cmp(&b.name)));
-        counters
+        counters.sort_unstable_by(|(ra, a), (rb, b)| ra.cmp(rb).then_with(|| a.name.cmp(&b.name)));
+        counters.into_iter().map(|(_, c)| c).collect()
     }
 
     fn hw_counters(&mut self, dir: &Path) -> (Vec<HwCounter>, Option<u64>) {
@@ -803,18 +813,17 @@ impl DeviceReader<'_> {
         };
         let mut counters = Vec::with_capacity(entries.len());
         let mut lifespan = None;
-        let mut path = dir.to_path_buf();
+        let mut path = ChildPath::new(dir);
         for entry in entries.iter().filter(|e| !e.is_dir) {
-            path.push(&entry.name);
-            if entry.name == "lifespan" {
-                lifespan = self.parsed(&path, parse::parse_int::<u64>);
-            } else if let Some(value) = self.parsed(&path, parse::parse_counter) {
+            let path = path.of(&entry.name);
+            if &*entry.name == "lifespan" {
+                lifespan = self.parsed(path, parse::parse_int::<u64>);
+            } else if let Some(value) = self.parsed(path, parse::parse_counter) {
                 counters.push(HwCounter {
-                    name: entry.name.clone(),
+                    name: Arc::clone(&entry.name),
                     value,
                 });
             }
-            path.pop();
         }
         (counters, lifespan)
     }
@@ -825,85 +834,80 @@ impl DeviceReader<'_> {
     /// is added or removed is seen the scrape after, at a fraction of the reads (an mlx5 RoCE
     /// port lists 255 slots, rxe 1,024, nearly all free).
     fn gids(&mut self, port_dir: &Path, infiniband: bool) -> Option<Vec<Gid>> {
-        let gids_dir = port_dir.join("gids");
         let known = self
             .src
             .gid_tables
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(port_dir)
-            .cloned()
+            .remove(port_dir)
             .filter(|t| t.full_read.elapsed() < GID_FULL_EVERY);
-        if let Some(table) = known {
+        if let Some(mut table) = known {
             let free = table
                 .slots
                 .iter()
-                .filter(|s| !table.occupied.contains(s))
+                .filter(|s| table.occupied.binary_search(s).is_err())
                 .take(GID_FREE_PROBES);
-            let probe: Vec<String> = table.occupied.iter().chain(free).cloned().collect();
-            let mut probe_sorted = probe.clone();
-            probe_sorted.sort_by(|a, b| crate::fs::natural_cmp(a, b));
-            let gids = self.read_gids(port_dir, &probe_sorted, infiniband);
-            let occupied: Vec<String> = gids.iter().map(|g| g.index.to_string()).collect();
-            let grew = occupied.iter().any(|o| !table.occupied.contains(o));
+            let mut probe: Vec<u32> = table.occupied.iter().chain(free).copied().collect();
+            probe.sort_unstable();
+            let gids = self.read_gids(port_dir, &probe, infiniband);
+            let grew = gids
+                .iter()
+                .any(|g| table.occupied.binary_search(&g.index).is_err());
             if !grew {
-                self.remember_gids(port_dir, table.slots, occupied, table.full_read);
+                table.occupied.clear();
+                table.occupied.extend(gids.iter().map(|g| g.index));
+                self.remember_gids(port_dir, table);
                 return Some(gids);
             }
         }
-        let slots: Vec<String> = self
-            .list(&gids_dir)?
+        let mut slots: Vec<u32> = self
+            .list(&port_dir.join("gids"))?
             .into_iter()
-            .filter(|e| e.name.parse::<u32>().is_ok())
-            .map(|e| e.name)
+            .filter_map(|e| e.name.parse::<u32>().ok())
             .collect();
+        slots.sort_unstable();
         let gids = self.read_gids(port_dir, &slots, infiniband);
-        let occupied = gids.iter().map(|g| g.index.to_string()).collect();
-        self.remember_gids(port_dir, slots, occupied, Instant::now());
+        let occupied = gids.iter().map(|g| g.index).collect();
+        self.remember_gids(
+            port_dir,
+            GidTable {
+                slots,
+                occupied,
+                full_read: Instant::now(),
+            },
+        );
         Some(gids)
     }
 
-    fn remember_gids(
-        &self,
-        port_dir: &Path,
-        slots: Vec<String>,
-        occupied: Vec<String>,
-        full_read: Instant,
-    ) {
+    fn remember_gids(&self, port_dir: &Path, table: GidTable) {
         self.src
             .gid_tables
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                port_dir,
-                GidTable {
-                    slots,
-                    occupied,
-                    full_read,
-                },
-            );
+            .insert(port_dir, table);
     }
 
-    /// Reads the GID slots `slots` (names under `gids/`), returning the occupied ones.
-    fn read_gids(&mut self, port_dir: &Path, slots: &[String], infiniband: bool) -> Vec<Gid> {
-        let gids_dir = port_dir.join("gids");
+    /// Reads the GID slots `slots` (indexes under `gids/`), returning the occupied ones.
+    fn read_gids(&mut self, port_dir: &Path, slots: &[u32], infiniband: bool) -> Vec<Gid> {
+        let mut gid_path = ChildPath::new(&port_dir.join("gids"));
+        let mut type_path = ChildPath::new(&port_dir.join("gid_attrs/types"));
+        let mut ndev_path = ChildPath::new(&port_dir.join("gid_attrs/ndevs"));
         let mut gids = Vec::new();
-        for slot in slots {
-            let Ok(index) = slot.parse::<u32>() else {
-                continue;
-            };
-            let path = gids_dir.join(slot);
-            let Some(Some(gid)) = self.parsed(&path, parse::parse_gid) else {
+        let mut slot_name = String::new();
+        for &index in slots {
+            slot_name.clear();
+            let _ = write!(slot_name, "{index}");
+            let Some(Some(gid)) = self.parsed(gid_path.of(&slot_name), parse::parse_gid) else {
                 continue;
             };
             // For a slot without attributes the kernel fails these reads with EINVAL "for user
             // space compatibility"; and native InfiniBand GIDs never have a netdev, so theirs
             // is not read.
-            let gid_type = self.gid_attr(&port_dir.join("gid_attrs/types").join(slot));
+            let gid_type = self.gid_attr(type_path.of(&slot_name));
             let netdev = if infiniband {
                 None
             } else {
-                self.gid_attr(&port_dir.join("gid_attrs/ndevs").join(slot))
+                self.gid_attr(ndev_path.of(&slot_name))
             };
             gids.push(Gid {
                 index,

@@ -12,8 +12,9 @@
 //! has the nldev commands and attributes and their decoding, pure functions over bytes, and
 //! [`RdmaNetlink`], which asks them over a [`crate::netlink::Socket`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use netlink_sys::protocols::NETLINK_RDMA;
@@ -154,7 +155,13 @@ pub struct NetlinkView {
 #[derive(Debug)]
 pub struct RdmaNetlink {
     socket: Socket,
+    /// Counter names seen, shared by every reply that repeats them (a driver has a fixed set
+    /// of a few hundred; the set is emptied should it ever pass [`MAX_NAMES`]).
+    names: HashSet<Arc<str>>,
 }
+
+/// The most counter names [`RdmaNetlink`] keeps.
+const MAX_NAMES: usize = 4096;
 
 impl RdmaNetlink {
     /// Opens the socket; fails with `EPROTONOSUPPORT` on kernels without RDMA netlink. Each
@@ -162,6 +169,7 @@ impl RdmaNetlink {
     pub fn open(timeout: Duration) -> io::Result<Self> {
         Ok(RdmaNetlink {
             socket: Socket::open(NETLINK_RDMA, timeout)?,
+            names: HashSet::new(),
         })
     }
 
@@ -211,7 +219,7 @@ impl RdmaNetlink {
     }
 
     /// All driver counters of one port.
-    pub fn port_stats(&mut self, dev_index: u32, port: u32) -> io::Result<Vec<(String, u64)>> {
+    pub fn port_stats(&mut self, dev_index: u32, port: u32) -> io::Result<Vec<(Arc<str>, u64)>> {
         let replies = self.request(
             CMD_STAT_GET,
             false,
@@ -222,9 +230,23 @@ impl RdmaNetlink {
         )?;
         let mut out = Vec::new();
         for payload in replies {
-            out.extend(decode_stats(&payload).map_err(io::Error::other)?);
+            for (name, value) in decode_stats(&payload).map_err(io::Error::other)? {
+                out.push((self.intern(name), value));
+            }
         }
         Ok(out)
+    }
+
+    fn intern(&mut self, name: String) -> Arc<str> {
+        if let Some(known) = self.names.get(name.as_str()) {
+            return Arc::clone(known);
+        }
+        if self.names.len() >= MAX_NAMES {
+            self.names.clear();
+        }
+        let name: Arc<str> = Arc::from(name);
+        self.names.insert(Arc::clone(&name));
+        name
     }
 }
 

@@ -83,6 +83,14 @@ pub fn bytes_per_unit(name: &str) -> u64 {
     spec(name).map_or(1, |s| s.bytes_per_unit)
 }
 
+/// Where a counter stands in the kernel's order ([`PMA_COUNTERS`]); unknown ones after all.
+pub fn rank(name: &str) -> usize {
+    PMA_COUNTERS
+        .iter()
+        .position(|s| s.name == name)
+        .unwrap_or(usize::MAX)
+}
+
 /// Maps a legacy `counters_ext/` file (OFED, kernels before 4.5) to the current
 /// `counters/` name. All of them are 64-bit.
 pub fn legacy_ext_name(file: &str) -> Option<&'static str> {

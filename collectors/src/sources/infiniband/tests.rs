@@ -148,7 +148,7 @@ fn snapshot(report: &Report<Snapshot>) -> &Snapshot {
 }
 
 fn counter<'a>(port: &'a Port, name: &str) -> Option<&'a PmaCounter> {
-    port.pma.iter().find(|c| c.name == name)
+    port.pma.iter().find(|c| &*c.name == name)
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Plain data read from `/sys/class/infiniband`. Every value the kernel may omit, or that may
 //! fail to read, is an `Option`.
 
+use std::sync::Arc;
+
 /// Everything the `infiniband` source read in one collection.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
@@ -79,7 +81,7 @@ pub enum PmaDir {
 pub struct PmaCounter {
     /// The canonical counter name: the current kernel's file name in `counters/`
     /// (`counters_ext/port_rcv_data_64` is reported as `port_rcv_data`).
-    pub name: String,
+    pub name: Arc<str>,
     /// The raw value as the file holds it (data counters still in 4-byte words).
     pub value: u64,
     /// The counter's width in bits when known; a value of `2^bits - 1` is saturated.
@@ -104,7 +106,7 @@ impl PmaCounter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HwCounter {
     /// The file name (`out_of_buffer`, `rcvd_pkts`, `RxECNMrkd`).
-    pub name: String,
+    pub name: Arc<str>,
     /// Its value.
     pub value: u64,
 }
