@@ -21,14 +21,16 @@
 //! So a blocked device holds exactly one thread however many scrapes come, the number of
 //! blocked devices is capped ([`MAX_BLOCKED`]), `railscope_sysfs_blocked_seconds` names the
 //! path that blocked, and the device comes back by itself in the first collection after its
-//! read returns. Reads that do not block cost two uncontended lock operations.
+//! read returns. A read that does not block takes no lock the guard's other threads take: it
+//! records itself in its attempt's own slot, and the guard's state is locked only while some
+//! device is blocked.
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 #[cfg(test)]
@@ -49,8 +51,13 @@ const MAX_IDLE_OPS: usize = 256;
 
 static NEXT_ATTEMPT: AtomicU64 = AtomicU64::new(1);
 
+/// Tells guards apart in [`SLOT`].
+static NEXT_GUARD: AtomicU64 = AtomicU64::new(1);
+
 thread_local! {
     static ATTEMPT: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The slot this thread's attempt last used: (guard, attempt, slot).
+    static SLOT: RefCell<Option<(u64, u64, Arc<Slot>)>> = const { RefCell::new(None) };
 }
 
 /// A fresh attempt id, for [`with_attempt`] and [`GuardedFs::fence`].
@@ -100,6 +107,13 @@ pub struct BlockedDevice {
     pub blocked_for: Duration,
 }
 
+/// An attempt's place in the guard: the operation it is in, written by the attempt's thread
+/// around every operation under the slot's own lock, and read by [`GuardedFs::fence`].
+#[derive(Debug)]
+struct Slot {
+    op: Mutex<Op>,
+}
+
 /// The operation an attempt is in, if any. One per attempt, reused from operation to operation
 /// (its path buffer too), so an operation allocates nothing here.
 #[derive(Debug)]
@@ -111,6 +125,11 @@ struct Op {
     started: Duration,
     /// Whether it reads a file (rather than listing, resolving or testing a path).
     read: bool,
+    /// The attempt was given up: its operations fail at once.
+    abandoned: bool,
+    /// The slot is in the guard's state (an idle one may be dropped from it, and is then
+    /// added again by its next operation).
+    listed: bool,
 }
 
 #[derive(Debug)]
@@ -123,8 +142,8 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct State {
-    /// The operation of each attempt that has made one and not finished.
-    ops: HashMap<u64, Op>,
+    /// The slot of each attempt that has made an operation and not finished.
+    ops: HashMap<u64, Arc<Slot>>,
     /// Blocked devices, by directory and whether the blocked operation was a file read
     /// (`true`: only reads are refused) or not (`false`: everything is).
     blocked: HashMap<(PathBuf, bool), Entry>,
@@ -139,6 +158,10 @@ pub struct GuardedFs {
     inner: Arc<dyn Fs>,
     roots: Roots,
     state: Mutex<State>,
+    /// How many devices are blocked (`state.blocked.len()`), read without the lock.
+    blocked_len: AtomicUsize,
+    /// This guard, in [`SLOT`].
+    instance: u64,
     next_op: AtomicU64,
     timeouts: AtomicU64,
 }
@@ -150,6 +173,8 @@ impl GuardedFs {
             inner,
             roots,
             state: Mutex::new(State::default()),
+            blocked_len: AtomicUsize::new(0),
+            instance: NEXT_GUARD.fetch_add(1, Ordering::Relaxed),
             next_op: AtomicU64::new(1),
             timeouts: AtomicU64::new(0),
         }
@@ -196,8 +221,15 @@ impl GuardedFs {
         let now = coarse_now();
         let mut state = lock(&self.state);
         state.abandoned.insert(id);
-        let op = state.ops.get(&id).filter(|op| op.id != 0)?;
-        let (op_id, path, started, read) = (op.id, op.path.clone(), op.started, op.read);
+        let slot = Arc::clone(state.ops.get(&id)?);
+        let (op_id, path, started, read) = {
+            let mut op = lock(&slot.op);
+            op.abandoned = true;
+            if op.id == 0 {
+                return None;
+            }
+            (op.id, op.path.clone(), op.started, op.read)
+        };
         let device = self.device_of(&path);
         let key = (device.clone(), read);
         if state.blocked.len() < MAX_BLOCKED || state.blocked.contains_key(&key) {
@@ -207,6 +239,8 @@ impl GuardedFs {
                 since: started,
             });
         }
+        self.blocked_len
+            .store(state.blocked.len(), Ordering::Release);
         drop(state);
         self.timeouts.fetch_add(1, Ordering::Relaxed);
         Some(BlockedDevice {
@@ -220,7 +254,9 @@ impl GuardedFs {
     pub(crate) fn finish_attempt(&self, id: u64) {
         let mut state = lock(&self.state);
         state.abandoned.remove(&id);
-        state.ops.remove(&id);
+        if let Some(slot) = state.ops.remove(&id) {
+            lock(&slot.op).listed = false;
+        }
     }
 
     fn relative(&self, device: &Path) -> String {
@@ -245,52 +281,34 @@ impl GuardedFs {
     ) -> io::Result<T> {
         let attempt = ATTEMPT.with(Cell::get);
         let op_id = self.next_op.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut state = lock(&self.state);
-            if let Some(id) = attempt
-                && state.abandoned.contains(&id)
-            {
-                return Err(skip(Blocked::Abandoned));
-            }
-            if !state.blocked.is_empty()
-                && let Some(why) = self.refused(&state, path, read)
-            {
+        if self.blocked_len.load(Ordering::Acquire) > 0 {
+            let state = lock(&self.state);
+            if let Some(why) = self.refused(&state, path, read) {
                 return Err(skip(why));
             }
-            if let Some(id) = attempt {
-                if state.ops.len() >= MAX_IDLE_OPS && !state.ops.contains_key(&id) {
-                    // Attempts run outside a runner that finishes them: drop the idle ones.
-                    state.ops.retain(|_, op| op.id != 0);
-                }
-                let current = state.ops.entry(id).or_insert_with(|| Op {
-                    id: 0,
-                    path: PathBuf::new(),
-                    started: Duration::ZERO,
-                    read,
-                });
-                current.id = op_id;
-                current.path.as_mut_os_string().clear();
-                current.path.as_mut_os_string().push(path.as_os_str());
-                current.started = coarse_now();
-                current.read = read;
-            }
         }
+        let slot = match attempt {
+            Some(id) => Some(self.begin(id, op_id, path, read)?),
+            None => None,
+        };
         let result = op(self.inner.as_ref(), path);
-        let mut state = lock(&self.state);
-        if let Some(id) = attempt
-            && let Some(current) = state.ops.get_mut(&id)
-            && current.id == op_id
-        {
-            current.id = 0;
+        let mut abandoned = false;
+        if let Some(slot) = &slot {
+            let mut current = lock(&slot.op);
+            if current.id == op_id {
+                current.id = 0;
+            }
+            abandoned = current.abandoned;
         }
-        if !state.blocked.is_empty() {
+        if self.blocked_len.load(Ordering::Acquire) > 0 {
+            let mut state = lock(&self.state);
             let key = (self.device_of(path), read);
             if state.blocked.get(&key).is_some_and(|e| e.op == op_id) {
                 state.blocked.remove(&key);
+                self.blocked_len
+                    .store(state.blocked.len(), Ordering::Release);
             }
         }
-        let abandoned = attempt.is_some_and(|id| state.abandoned.contains(&id));
-        drop(state);
         if abandoned {
             // Too late: the agent has moved on without this answer.
             return Err(io::Error::new(
@@ -301,6 +319,68 @@ impl GuardedFs {
             ));
         }
         result
+    }
+
+    /// Records operation `op_id` of attempt `id` in the attempt's slot, unless the attempt was
+    /// given up. The slot this thread used last is taken without the guard's lock.
+    fn begin(&self, id: u64, op_id: u64, path: &Path, read: bool) -> io::Result<Arc<Slot>> {
+        let cached = SLOT.with(|cell| match &*cell.borrow() {
+            Some((guard, attempt, slot)) if *guard == self.instance && *attempt == id => {
+                Some(Arc::clone(slot))
+            }
+            _ => None,
+        });
+        if let Some(slot) = cached {
+            let mut current = lock(&slot.op);
+            if current.abandoned {
+                return Err(skip(Blocked::Abandoned));
+            }
+            if current.listed {
+                current.id = op_id;
+                current.path.as_mut_os_string().clear();
+                current.path.as_mut_os_string().push(path.as_os_str());
+                current.started = coarse_now();
+                current.read = read;
+                drop(current);
+                return Ok(slot);
+            }
+        }
+        let mut state = lock(&self.state);
+        if state.abandoned.contains(&id) {
+            return Err(skip(Blocked::Abandoned));
+        }
+        if state.ops.len() >= MAX_IDLE_OPS && !state.ops.contains_key(&id) {
+            // Attempts run outside a runner that finishes them: drop the idle ones.
+            state.ops.retain(|_, slot| {
+                let mut op = lock(&slot.op);
+                op.listed = op.id != 0;
+                op.listed
+            });
+        }
+        let slot = Arc::clone(state.ops.entry(id).or_insert_with(|| {
+            Arc::new(Slot {
+                op: Mutex::new(Op {
+                    id: 0,
+                    path: PathBuf::new(),
+                    started: Duration::ZERO,
+                    read,
+                    abandoned: false,
+                    listed: true,
+                }),
+            })
+        }));
+        {
+            let mut current = lock(&slot.op);
+            current.listed = true;
+            current.id = op_id;
+            current.path.as_mut_os_string().clear();
+            current.path.as_mut_os_string().push(path.as_os_str());
+            current.started = coarse_now();
+            current.read = read;
+        }
+        drop(state);
+        SLOT.with(|cell| *cell.borrow_mut() = Some((self.instance, id, Arc::clone(&slot))));
+        Ok(slot)
     }
 
     /// Why an operation on `path` must fail at once, with some device blocked.
@@ -569,7 +649,11 @@ mod tests {
         }
         // The gate counts the read before the guard records it as current: wait for both.
         loop {
-            if lock(&fs.state).ops.contains_key(&id) {
+            if lock(&fs.state)
+                .ops
+                .get(&id)
+                .is_some_and(|slot| lock(&slot.op).id != 0)
+            {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -714,7 +798,10 @@ mod tests {
             assert!(fs.exists(&file));
         });
         assert!(
-            lock(&fs.state).ops.values().all(|op| op.id == 0),
+            lock(&fs.state)
+                .ops
+                .values()
+                .all(|slot| lock(&slot.op).id == 0),
             "finished operations are not current"
         );
     }
