@@ -182,11 +182,12 @@ fn with_counter(labels: &[(&'static str, Label)], counter: &Arc<str>) -> Labels 
 
 /// Maps a snapshot to its families, in a fixed order.
 pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
+    let ports: Vec<(&Port, Labels)> = ports(snapshot).collect();
     let mut out = device_families(snapshot);
-    out.extend(port_link_families(snapshot));
-    out.extend(pma_families(snapshot));
-    out.extend(port_hw_families(snapshot));
-    out.extend(gid_families(snapshot));
+    out.extend(port_link_families(&ports));
+    out.extend(pma_families(&ports));
+    out.extend(port_hw_families(&ports));
+    out.extend(gid_families(&ports));
     out
 }
 
@@ -265,7 +266,7 @@ fn device_families(snapshot: &Snapshot) -> Vec<Family> {
 }
 
 /// Per port: its description, states, rate and width, LIDs and MTUs.
-fn port_link_families(snapshot: &Snapshot) -> Vec<Family> {
+fn port_link_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
     let mut port_info = Family::info(
         "railscope_ib_port",
         "RDMA port description: link layer, state and physical state names, lane speed name, netdev, and where driver counters (netlink, sysfs) and the active MTU (verbs, netdev) came from.",
@@ -303,7 +304,7 @@ fn port_link_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_ib_port_max_mtu_bytes",
         "Largest RDMA MTU the port supports, from ibv_query_port.",
     );
-    for (port, labels) in ports(snapshot) {
+    for (port, labels) in ports {
         port_info.push(with(&labels, &port_description(port)), 1u64);
         if let Some(s) = &port.state {
             state.push(labels.clone(), s.value);
@@ -328,7 +329,7 @@ fn port_link_families(snapshot: &Snapshot) -> Vec<Family> {
             active_mtu.push(labels.clone(), v);
         }
         if let Some(v) = port.max_mtu {
-            max_mtu.push(labels, v);
+            max_mtu.push(labels.clone(), v);
         }
     }
     vec![
@@ -372,7 +373,7 @@ fn port_description(port: &Port) -> [(&'static str, &str); 7] {
 
 /// PMA counters: the known ones in their own families (in [`PMA_FAMILIES`] order), the
 /// rest in `railscope_ib_port_pma_other`, and which of known width have saturated.
-fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
+fn pma_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
     let mut named: Vec<Family> = Vec::new();
     for spec in PMA_FAMILIES {
         if !named.iter().any(|f| f.name == spec.family) {
@@ -387,7 +388,7 @@ fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_ib_port_pma_saturated",
         "1 when a PMA counter of known width sits at its maximum: it saturates instead of wrapping and can no longer count.",
     );
-    for (port, labels) in ports(snapshot) {
+    for (port, labels) in ports {
         for counter in &port.pma {
             map_pma(counter, &labels, &mut named, &mut pma_other);
             if counter.bits.is_some() {
@@ -400,7 +401,7 @@ fn pma_families(snapshot: &Snapshot) -> Vec<Family> {
 }
 
 /// Port-level driver counters and how long the kernel caches them.
-fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
+fn port_hw_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
     let mut port_hw = Family::counter(
         "railscope_rdma_port_hw_stat",
         "Port-level driver counter from ports/<N>/hw_counters, named as the driver names it.",
@@ -409,12 +410,12 @@ fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_rdma_port_hw_stats_lifespan_seconds",
         "How long the kernel caches port-level hw_counters values (hw_counters/lifespan).",
     );
-    for (port, labels) in ports(snapshot) {
+    for (port, labels) in ports {
         for counter in &port.hw_counters {
             port_hw.push(with_counter(&labels, &counter.name), counter.value);
         }
         if let Some(ms) = port.hw_counters_lifespan_ms {
-            port_lifespan.push(labels, ms as f64 / 1000.0);
+            port_lifespan.push(labels.clone(), ms as f64 / 1000.0);
         }
     }
     vec![port_hw, port_lifespan]
@@ -422,7 +423,7 @@ fn port_hw_families(snapshot: &Snapshot) -> Vec<Family> {
 
 /// The GID table of ports that have one: each non-empty entry, and the count by type
 /// (both RoCE types always, 0 when absent).
-fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
+fn gid_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
     let mut gid_info = Family::info(
         "railscope_ib_port_gid",
         "A non-empty GID table entry with its index, type and netdev.",
@@ -431,7 +432,7 @@ fn gid_families(snapshot: &Snapshot) -> Vec<Family> {
         "railscope_ib_port_gid_entries",
         "Non-empty GID table entries of the port by GID type.",
     );
-    for (port, labels) in ports(snapshot) {
+    for (port, labels) in ports {
         let Some(gids) = &port.gids else { continue };
         let mut types: Vec<(&str, u64)> = vec![("IB/RoCE v1", 0), ("RoCE v2", 0)];
         for gid in gids {

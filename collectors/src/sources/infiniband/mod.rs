@@ -531,39 +531,38 @@ impl DeviceReader<'_> {
 
     fn read(&mut self) -> Option<Device> {
         let dir = self.dir.clone();
+        let mut at = ChildPath::new(&dir);
         // Files kept open answer for a device whose name is gone (the class link goes first
         // when a device is removed): one look-up through the name says it is still there.
-        if self.known.is_some() && !self.fs().exists(&dir.join("ports")) {
+        if self.known.is_some() && !self.fs().exists(at.of("ports")) {
             self.known = None;
         }
         let mut device = Device {
             name: self.name.to_owned(),
             ..Device::default()
         };
-        device.node_type = self.static_parsed(&dir.join("node_type"), parse::parse_enumerated);
-        device.node_guid = self.static_attr(&dir.join("node_guid"));
-        device.sys_image_guid = self.static_attr(&dir.join("sys_image_guid"));
-        device.fw_ver = self
-            .static_attr(&dir.join("fw_ver"))
-            .filter(|v| !v.is_empty());
-        device.hca_type = self.static_attr(&dir.join("hca_type"));
-        device.board_id = self.static_attr(&dir.join("board_id"));
-        device.parent_netdev = self.static_attr(&dir.join("parent"));
+        device.node_type = self.static_parsed(at.of("node_type"), parse::parse_enumerated);
+        device.node_guid = self.static_attr(at.of("node_guid"));
+        device.sys_image_guid = self.static_attr(at.of("sys_image_guid"));
+        device.fw_ver = self.static_attr(at.of("fw_ver")).filter(|v| !v.is_empty());
+        device.hca_type = self.static_attr(at.of("hca_type"));
+        device.board_id = self.static_attr(at.of("board_id"));
+        device.parent_netdev = self.static_attr(at.of("parent"));
 
         // The `device` link points at the PCI function; software devices have none. A link
         // that cannot be read is no PCI function either.
-        let pci = self.static_link(&dir.join("device")).unwrap_or_default();
+        let pci = self.static_link(at.of("device")).unwrap_or_default();
         if sysfs::is_pci_address(&pci) {
             device.pci_address = Some(pci);
             device.numa_node =
-                self.static_parsed(&dir.join("device/numa_node"), parse::parse_int::<i64>);
-            device.driver = self.static_link(&dir.join("device/driver"));
+                self.static_parsed(at.of("device/numa_node"), parse::parse_int::<i64>);
+            device.driver = self.static_link(at.of("device/driver"));
         }
         if device.driver.is_none() && device.parent_netdev.is_some() {
             device.driver = Some("rdma_rxe".to_owned());
         }
 
-        let (counters, lifespan) = self.hw_counters(&dir.join("hw_counters"));
+        let (counters, lifespan) = self.hw_counters(at.of("hw_counters"));
         device.hw_counters = counters;
         device.hw_counters_lifespan_ms = lifespan;
 
@@ -635,18 +634,19 @@ impl DeviceReader<'_> {
     }
 
     fn read_port(&mut self, number: u32, dir: &Path, device: &Device, rule: MtuRule) -> Port {
+        let mut at = ChildPath::new(dir);
         let mut port = Port {
             number,
             ..Port::default()
         };
-        port.state = self.parsed(&dir.join("state"), parse::parse_enumerated);
-        port.phys_state = self.parsed(&dir.join("phys_state"), parse::parse_enumerated);
-        port.link_layer = self.static_attr(&dir.join("link_layer"));
-        port.rate = self.parsed(&dir.join("rate"), parse::parse_rate);
+        port.state = self.parsed(at.of("state"), parse::parse_enumerated);
+        port.phys_state = self.parsed(at.of("phys_state"), parse::parse_enumerated);
+        port.link_layer = self.static_attr(at.of("link_layer"));
+        port.rate = self.parsed(at.of("rate"), parse::parse_rate);
         let infiniband = port.link_layer.as_deref() == Some("InfiniBand");
         if infiniband {
-            port.lid = self.parsed(&dir.join("lid"), parse::parse_hex_u32);
-            port.sm_lid = self.parsed(&dir.join("sm_lid"), parse::parse_hex_u32);
+            port.lid = self.parsed(at.of("lid"), parse::parse_hex_u32);
+            port.sm_lid = self.parsed(at.of("sm_lid"), parse::parse_hex_u32);
         }
         port.pma = self.pma_counters(dir);
         match self.netlink_stats(number) {
@@ -655,7 +655,7 @@ impl DeviceReader<'_> {
                 port.hw_counters_source = Some("netlink");
             }
             None => {
-                let (counters, lifespan) = self.hw_counters(&dir.join("hw_counters"));
+                let (counters, lifespan) = self.hw_counters(at.of("hw_counters"));
                 if !counters.is_empty() || lifespan.is_some() {
                     port.hw_counters_source = Some("sysfs");
                 }
