@@ -305,7 +305,7 @@ fn port_link_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
         "Largest RDMA MTU the port supports, from ibv_query_port.",
     );
     for (port, labels) in ports {
-        port_info.push(with(&labels, &port_description(port)), 1u64);
+        port_info.push(with(labels, &port_description(port)), 1u64);
         if let Some(s) = &port.state {
             state.push(labels.clone(), s.value);
         }
@@ -390,9 +390,9 @@ fn pma_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
     );
     for (port, labels) in ports {
         for counter in &port.pma {
-            map_pma(counter, &labels, &mut named, &mut pma_other);
+            map_pma(counter, labels, &mut named, &mut pma_other);
             if counter.bits.is_some() {
-                saturated.push(with_counter(&labels, &counter.name), counter.saturated());
+                saturated.push(with_counter(labels, &counter.name), counter.saturated());
             }
         }
     }
@@ -412,7 +412,7 @@ fn port_hw_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
     );
     for (port, labels) in ports {
         for counter in &port.hw_counters {
-            port_hw.push(with_counter(&labels, &counter.name), counter.value);
+            port_hw.push(with_counter(labels, &counter.name), counter.value);
         }
         if let Some(ms) = port.hw_counters_lifespan_ms {
             port_lifespan.push(labels.clone(), ms as f64 / 1000.0);
@@ -443,7 +443,7 @@ fn gid_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
             }
             gid_info.push(
                 with(
-                    &labels,
+                    labels,
                     &[
                         ("index", &gid.index.to_string()),
                         ("gid", &gid.gid),
@@ -455,7 +455,7 @@ fn gid_families(ports: &[(&Port, Labels)]) -> Vec<Family> {
             );
         }
         for (gid_type, n) in types {
-            gid_entries.push(with(&labels, &[("type", gid_type)]), n);
+            gid_entries.push(with(labels, &[("type", gid_type)]), n);
         }
     }
     vec![gid_info, gid_entries]
