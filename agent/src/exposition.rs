@@ -85,6 +85,30 @@ impl Label {
     }
 }
 
+/// The decimal spelling of 0 to 127, for numbers that label series (GPU indexes, links,
+/// ports) without an allocation each.
+const SMALL_NUMBERS: [&str; 128] = [
+    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
+    "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29", "30", "31", "32",
+    "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43", "44", "45", "46", "47", "48",
+    "49", "50", "51", "52", "53", "54", "55", "56", "57", "58", "59", "60", "61", "62", "63", "64",
+    "65", "66", "67", "68", "69", "70", "71", "72", "73", "74", "75", "76", "77", "78", "79", "80",
+    "81", "82", "83", "84", "85", "86", "87", "88", "89", "90", "91", "92", "93", "94", "95", "96",
+    "97", "98", "99", "100", "101", "102", "103", "104", "105", "106", "107", "108", "109", "110",
+    "111", "112", "113", "114", "115", "116", "117", "118", "119", "120", "121", "122", "123",
+    "124", "125", "126", "127",
+];
+
+impl Label {
+    /// `n` in decimal.
+    pub(crate) fn number(n: u32) -> Self {
+        match SMALL_NUMBERS.get(n as usize) {
+            Some(s) => Label::Static(s),
+            None => Label::Owned(n.to_string()),
+        }
+    }
+}
+
 impl std::ops::Deref for Label {
     type Target = str;
     fn deref(&self) -> &str {
@@ -206,6 +230,12 @@ impl Family {
             labels: labels.into_iter().map(|(k, v)| (k, v.into())).collect(),
             value: value.into(),
         });
+    }
+
+    /// Makes room for `n` more samples (a family whose size is known grows once, not by
+    /// doubling: its samples hold their labels in place).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.samples.reserve(n);
     }
 
     /// Adds a sample without labels.
@@ -460,6 +490,13 @@ mod tests {
         ));
         assert!(text.contains("# TYPE railscope_ib_device info\nrailscope_ib_device_info{"));
         assert!(text.ends_with("railscope_up 0.25\n# EOF\n"));
+    }
+
+    #[test]
+    fn numbers() {
+        for n in [0u32, 7, 10, 127, 128, 4_000_000_000] {
+            assert_eq!(Label::number(n).as_str(), n.to_string());
+        }
     }
 
     #[test]

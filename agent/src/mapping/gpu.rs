@@ -3,7 +3,7 @@
 
 use railscope_collectors::sources::gpu::{Gpu, GpuState, Snapshot};
 
-use crate::exposition::Family;
+use crate::exposition::{Family, Label, Labels};
 
 /// The `gpu` source's families.
 pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
@@ -16,14 +16,27 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     families
 }
 
+/// An XID code's label (most are below 128).
+fn xid_label(code: u64) -> Label {
+    match u32::try_from(code) {
+        Ok(code) => Label::number(code),
+        Err(_) => Label::from(code.to_string()),
+    }
+}
+
 /// The GPU's own label.
-fn gpu_labels(gpu: &Gpu) -> Vec<(&'static str, String)> {
-    vec![("gpu", gpu.index.to_string())]
+fn gpu_labels(gpu: &Gpu) -> Labels {
+    smallvec::smallvec![("gpu", Label::number(gpu.index))]
+}
+
+/// The GPU's label and one more, whose value is known when the agent is built.
+fn gpu_labels_with(gpu: &Gpu, name: &'static str, value: &'static str) -> Labels {
+    gpu_labels_and(gpu, name, Label::Static(value))
 }
 
 /// The GPU's label and one more.
-fn gpu_labels_with(gpu: &Gpu, name: &'static str, value: &str) -> Vec<(&'static str, String)> {
-    vec![("gpu", gpu.index.to_string()), (name, value.to_owned())]
+fn gpu_labels_and(gpu: &Gpu, name: &'static str, value: Label) -> Labels {
+    smallvec::smallvec![("gpu", Label::number(gpu.index)), (name, value)]
 }
 
 /// Which GPUs there are and whether they answer: `railscope_gpu_info`, `_up`, `_state`.
@@ -132,19 +145,19 @@ fn usage_families(gpus: &[Gpu]) -> Vec<Family> {
         for (domain, cur, max) in &gpu.clocks {
             if let Some(c) = cur {
                 clock.push(
-                    gpu_labels_with(gpu, "clock", domain),
+                    gpu_labels_with(gpu, "clock", *domain),
                     u64::from(*c) * 1_000_000,
                 );
             }
             if let Some(m) = max {
                 clock_max.push(
-                    gpu_labels_with(gpu, "clock", domain),
+                    gpu_labels_with(gpu, "clock", *domain),
                     u64::from(*m) * 1_000_000,
                 );
             }
         }
         for (reason, active) in &gpu.throttle {
-            throttle.push(gpu_labels_with(gpu, "reason", reason), *active);
+            throttle.push(gpu_labels_with(gpu, "reason", *reason), *active);
         }
     }
     vec![
@@ -201,7 +214,7 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
             remap_failure.push(gpu_labels(gpu), failure);
         }
         for (cause, n) in &gpu.retired_pages {
-            retired.push(gpu_labels_with(gpu, "cause", cause), *n);
+            retired.push(gpu_labels_with(gpu, "cause", *cause), *n);
         }
     }
     vec![ecc, remapped, remap_pending, remap_failure, retired]
@@ -295,7 +308,7 @@ fn error_and_fabric_families(gpus: &[Gpu]) -> Vec<Family> {
     );
     for gpu in gpus {
         for (code, n) in &gpu.xid_errors {
-            xid.push(gpu_labels_with(gpu, "xid", &code.to_string()), *n);
+            xid.push(gpu_labels_and(gpu, "xid", xid_label(*code)), *n);
         }
         xid_registered.push(gpu_labels(gpu), gpu.xid_events_registered);
         if let Some((s, status)) = gpu.fabric {
@@ -325,9 +338,16 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
         "railscope_nvlink_data_bytes",
         "NVLink data (payload) bytes by direction.",
     );
+    let links: usize = gpus.iter().map(|g| g.nvlinks.len()).sum();
+    nv_up.reserve(links);
+    nv_version.reserve(links);
+    nv_remote.reserve(links);
+    nv_errors.reserve(links * 4);
+    nv_bytes.reserve(links * 2);
     for gpu in gpus {
         for link in &gpu.nvlinks {
-            let l = || gpu_labels_with(gpu, "link", &link.link.to_string());
+            let base = gpu_labels_and(gpu, "link", Label::number(link.link));
+            let l = || base.clone();
             if let Some(a) = link.active {
                 nv_up.push(l(), a);
             }
@@ -338,23 +358,23 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
                 let mut labels = l();
                 labels.push((
                     "remote_pci_address",
-                    link.remote_pci_address.clone().unwrap_or_default(),
+                    Label::from(link.remote_pci_address.clone().unwrap_or_default()),
                 ));
                 labels.push((
                     "remote_type",
-                    link.remote_type.unwrap_or_default().to_owned(),
+                    Label::Static(link.remote_type.unwrap_or_default()),
                 ));
                 nv_remote.push(labels, 1u64);
             }
             for (kind, n) in &link.errors {
                 let mut labels = l();
-                labels.push(("type", (*kind).to_owned()));
+                labels.push(("type", Label::Static(kind)));
                 nv_errors.push(labels, *n);
             }
             for (direction, bytes) in [("tx", link.tx_bytes), ("rx", link.rx_bytes)] {
                 if let Some(b) = bytes {
                     let mut labels = l();
-                    labels.push(("direction", direction.to_owned()));
+                    labels.push(("direction", Label::Static(direction)));
                     nv_bytes.push(labels, b);
                 }
             }

@@ -14,7 +14,9 @@
 //! model: `fixtures/README.md`). The file is named by the environment variable
 //! [`FIXTURE_ENV`] (`RAILSCOPE_FAKE_NVML`), or by the non-NVML export
 //! `railscopeFakeNvmlSetFixture(const char *path)`, which wins. Every call `stat`s the file
-//! and re-reads it when its size, mtime or inode changed, so a test injects a fault
+//! (or, with [`RECHECK_ENV`] set to N, the first call after N milliseconds: benchmarks set
+//! it, as the check is the fake's own cost and no driver's) and re-reads it when its size,
+//! mtime or inode changed, so a test injects a fault
 //! mid-run by replacing the file (write a temporary file and rename it over: a file
 //! caught half-written fails to parse, is reported once on stderr, and the previous
 //! fixture stays in force).
@@ -76,6 +78,11 @@ use std::process::Command;
 
 /// The environment variable that names the fixture file.
 pub const FIXTURE_ENV: &str = "RAILSCOPE_FAKE_NVML";
+
+/// Milliseconds a check of the fixture file for a change holds (unset or 0: every call
+/// checks). With it set, a call within that time of the last check answers from the
+/// fixture as loaded, without a `stat` of the file or a look-up of the environment.
+pub const RECHECK_ENV: &str = "RAILSCOPE_FAKE_NVML_RECHECK_MS";
 
 /// The file name cargo gives the cdylib.
 pub const LIBRARY_FILE_NAME: &str = "libnvidia_ml_fake.so";

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use nvml_wrapper_sys::bindings::{
     nvmlDevice_st, nvmlDevice_t, nvmlReturn_enum_NVML_ERROR_DRIVER_NOT_LOADED as DRIVER_NOT_LOADED,
@@ -49,6 +49,8 @@ pub(crate) struct EventSet {
 /// A fixture as last read, and the costs it runs under (`None`: calls are free).
 struct Loaded {
     key: FileKey,
+    /// When the file was last checked for a change.
+    checked: Instant,
     fixture: Arc<Fixture>,
     costs: Option<Arc<Model>>,
 }
@@ -58,6 +60,9 @@ struct State {
     init_count: u32,
     /// Set by `railscopeFakeNvmlSetFixture`; wins over the environment variable.
     override_path: Option<PathBuf>,
+    /// How long a check of the fixture file holds (`None`: not yet read from the
+    /// environment; zero: every call checks).
+    recheck: Option<Duration>,
     loaded: Option<Loaded>,
     /// The last load error printed, so a broken file is reported once, not per call.
     last_error: Option<String>,
@@ -68,6 +73,7 @@ struct State {
 static STATE: Mutex<State> = Mutex::new(State {
     init_count: 0,
     override_path: None,
+    recheck: None,
     loaded: None,
     last_error: None,
     event_sets: BTreeMap::new(),
@@ -88,6 +94,15 @@ fn fixture_path(state: &State) -> Option<PathBuf> {
         .override_path
         .clone()
         .or_else(|| std::env::var_os(FIXTURE_ENV).map(PathBuf::from))
+}
+
+/// [`crate::RECHECK_ENV`]: milliseconds a check of the fixture file holds; unset, zero or
+/// unreadable: every call checks.
+fn recheck_from_env() -> Duration {
+    std::env::var(crate::RECHECK_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
 }
 
 /// The fixture as last loaded, if any.
@@ -111,6 +126,13 @@ fn load(path: &Path) -> Result<(Fixture, Option<Model>), String> {
 /// Re-reads the fixture if its file changed. A file that fails to load keeps the previous
 /// fixture (a writer caught mid-write) and is reported on stderr once.
 fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
+    let recheck = *state.recheck.get_or_insert_with(recheck_from_env);
+    if let Some(loaded) = &state.loaded
+        && !recheck.is_zero()
+        && loaded.checked.elapsed() < recheck
+    {
+        return Ok(loaded.fixture.clone());
+    }
     let Some(path) = fixture_path(state) else {
         report(
             state,
@@ -134,9 +156,10 @@ fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
             return previous(state);
         }
     };
-    if let Some(loaded) = &state.loaded
+    if let Some(loaded) = &mut state.loaded
         && loaded.key == key
     {
+        loaded.checked = Instant::now();
         return Ok(loaded.fixture.clone());
     }
     match load(&path) {
@@ -144,6 +167,7 @@ fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
             let fixture = Arc::new(fixture);
             state.loaded = Some(Loaded {
                 key,
+                checked: Instant::now(),
                 fixture: fixture.clone(),
                 costs: costs.map(Arc::new),
             });
