@@ -145,19 +145,19 @@ fn usage_families(gpus: &[Gpu]) -> Vec<Family> {
         for (domain, cur, max) in &gpu.clocks {
             if let Some(c) = cur {
                 clock.push(
-                    gpu_labels_with(gpu, "clock", *domain),
+                    gpu_labels_with(gpu, "clock", domain),
                     u64::from(*c) * 1_000_000,
                 );
             }
             if let Some(m) = max {
                 clock_max.push(
-                    gpu_labels_with(gpu, "clock", *domain),
+                    gpu_labels_with(gpu, "clock", domain),
                     u64::from(*m) * 1_000_000,
                 );
             }
         }
         for (reason, active) in &gpu.throttle {
-            throttle.push(gpu_labels_with(gpu, "reason", *reason), *active);
+            throttle.push(gpu_labels_with(gpu, "reason", reason), *active);
         }
     }
     vec![
@@ -214,7 +214,7 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
             remap_failure.push(gpu_labels(gpu), failure);
         }
         for (cause, n) in &gpu.retired_pages {
-            retired.push(gpu_labels_with(gpu, "cause", *cause), *n);
+            retired.push(gpu_labels_with(gpu, "cause", cause), *n);
         }
     }
     vec![ecc, remapped, remap_pending, remap_failure, retired]
