@@ -132,6 +132,17 @@ struct Op {
     listed: bool,
 }
 
+impl Op {
+    /// Makes operation `id` on `path` the current one.
+    fn start(&mut self, id: u64, path: &Path, read: bool) {
+        self.id = id;
+        self.path.as_mut_os_string().clear();
+        self.path.as_mut_os_string().push(path.as_os_str());
+        self.started = coarse_now();
+        self.read = read;
+    }
+}
+
 #[derive(Debug)]
 struct Entry {
     op: u64,
@@ -336,11 +347,7 @@ impl GuardedFs {
                 return Err(skip(Blocked::Abandoned));
             }
             if current.listed {
-                current.id = op_id;
-                current.path.as_mut_os_string().clear();
-                current.path.as_mut_os_string().push(path.as_os_str());
-                current.started = coarse_now();
-                current.read = read;
+                current.start(op_id, path, read);
                 drop(current);
                 return Ok(slot);
             }
@@ -372,11 +379,7 @@ impl GuardedFs {
         {
             let mut current = lock(&slot.op);
             current.listed = true;
-            current.id = op_id;
-            current.path.as_mut_os_string().clear();
-            current.path.as_mut_os_string().push(path.as_os_str());
-            current.started = coarse_now();
-            current.read = read;
+            current.start(op_id, path, read);
         }
         drop(state);
         SLOT.with(|cell| *cell.borrow_mut() = Some((self.instance, id, Arc::clone(&slot))));
