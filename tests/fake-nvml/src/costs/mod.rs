@@ -227,23 +227,32 @@ pub(crate) fn spend(cost: Cost) {
     }
 }
 
+/// Below this much CPU time a call's burn watches the monotonic clock alone: two reads of
+/// the thread's CPU clock (a system call, about a microsecond each on a virtual machine)
+/// would be as dear as the call itself. At and above it they cost under 5% of the call and
+/// make up for any time the thread was not running.
+pub(crate) const CLOCKED_FROM: Duration = Duration::from_micros(40);
+
 /// Spins until this thread has used `cpu` more CPU time.
 ///
-/// Reading the thread's CPU clock is a system call (about a microsecond on a virtual
-/// machine), which is as much as a cheap NVML call costs: spinning on it would add its own
-/// cost to every call. So the spin watches the monotonic clock (a vDSO read, tens of
-/// nanoseconds), which advances with the thread's CPU time while the thread runs, and the
-/// thread clock is read again once at the end to make up for any time the thread was not
-/// running. What the two thread-clock reads cost themselves ([`clock_cost`]) is part of the
-/// call's cost, not added to it.
+/// The spin watches the monotonic clock (a vDSO read, tens of nanoseconds), which advances
+/// with the thread's CPU time while the thread runs. For a burn of [`CLOCKED_FROM`] or more
+/// the thread clock is read at the start and again at the end to make up for any time the
+/// thread was not running; what those reads cost ([`clock_cost`]) is part of the call's
+/// cost, not added to it. A cheaper burn never reads the thread clock: if the thread is
+/// preempted during those few microseconds the call burns less than its cost, never more.
 fn burn(cpu: Duration) {
     if cpu.is_zero() {
         return;
     }
-    let Some(start) = thread_cpu_time() else {
-        // No thread clock (never seen on Linux): spin for that much wall time instead.
-        let start = Instant::now();
-        while start.elapsed() < cpu {
+    let start = if cpu >= CLOCKED_FROM {
+        thread_cpu_time()
+    } else {
+        None
+    };
+    let Some(start) = start else {
+        let wall = Instant::now();
+        while wall.elapsed() < cpu {
             std::hint::spin_loop();
         }
         return;
@@ -294,6 +303,8 @@ unsafe extern "C" {
 /// CPU time the calling thread has used (user and system), as the kernel accounts it for
 /// `/proc/thread-self/stat`; `None` if the clock cannot be read.
 pub fn thread_cpu_time() -> Option<Duration> {
+    #[cfg(test)]
+    tests::CLOCK_READS.with(|n| n.set(n.get() + 1));
     let mut ts = Timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -408,25 +419,37 @@ mod tests {
         assert!(used < Duration::from_millis(10), "{used:?}");
     }
 
-    /// A cheap call burns what the table says, not that plus what measuring it costs (a
-    /// thread-clock read is a system call, as dear as the call itself): 2,000 calls of 2 µs
-    /// burn less than 1.35 times 4 ms of this thread's CPU time (spinning on the thread clock
-    /// burned 1.45 to 1.55 times). Thread CPU time does not
-    /// count while the thread waits, so a busy machine does not move it much.
+    thread_local! {
+        /// How many times this thread has read its CPU clock.
+        pub(super) static CLOCK_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn clock_reads() -> u64 {
+        CLOCK_READS.with(std::cell::Cell::get)
+    }
+
+    /// A cheap call burns what the table says, not that plus what measuring it costs: a
+    /// thread-clock read is a system call, as dear as the call itself, so a call under
+    /// `CLOCKED_FROM` never reads the thread clock. A dearer one reads it at the start and
+    /// then only until its CPU time is spent, and burns at least its cost (less the reads'
+    /// own cost, which the thread clock counts too).
     #[test]
-    fn a_cheap_call_burns_what_it_costs() {
-        let cost = Cost::ns(2_070, 2_070);
-        spend(cost);
-        let before = thread_cpu_time().unwrap_or_default();
+    fn a_cheap_call_never_reads_the_thread_clock() {
+        clock_cost();
+        let before = clock_reads();
         for _ in 0..2000 {
-            spend(cost);
+            spend(Cost::ns(2_070, 2_070));
         }
-        let burned = thread_cpu_time().unwrap_or_default().saturating_sub(before);
-        let table = cost.cpu * 2000;
-        assert!(
-            burned >= table.mul_f64(0.9) && burned < table.mul_f64(1.35),
-            "2,000 calls of {:?} burned {burned:?}",
-            cost.cpu
-        );
+        assert_eq!(clock_reads(), before);
+        spend(Cost::ns(39_000, 39_000));
+        assert_eq!(clock_reads(), before);
+
+        let cpu = Duration::from_millis(2);
+        let before = clock_reads();
+        let start = thread_cpu_time().unwrap_or_default();
+        spend(Cost { cpu, wall: cpu });
+        let used = thread_cpu_time().unwrap_or_default().saturating_sub(start);
+        assert!(clock_reads() >= before + 3, "{}", clock_reads() - before);
+        assert!(used >= cpu.saturating_sub(clock_cost() * 2), "{used:?}");
     }
 }
