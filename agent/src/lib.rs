@@ -21,6 +21,7 @@ pub mod collection;
 pub mod config;
 pub(crate) mod exposition;
 pub(crate) mod http;
+pub(crate) mod lanes;
 pub(crate) mod logging;
 pub(crate) mod mapping;
 pub(crate) mod process;

@@ -1,5 +1,5 @@
 //! The scrape scheduler: hands each collection its deadline, runs every enabled source on a
-//! blocking thread, and takes each source's result up as soon as it is there.
+//! collection lane, and takes each source's result up as soon as it is there.
 //!
 //! * Deadline: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less an offset, capped by
 //!   `--scrape.timeout-max`. A collection's deadline is the earliest among the scrapes
@@ -13,6 +13,11 @@
 //!   started again, so a call that hangs costs one thread, not one per scrape.
 //! * Coalescing: a scrape that arrives while a collection is running joins it instead of
 //!   reading the node again.
+//! * Width: at most [`collect_width`] sources collect at once (2 to 4, by the CPUs the agent
+//!   may use), on the collection lanes ([`crate::lanes`]); the rest wait their turn. A source
+//!   that has run for 20 ms gives its lane up, so slow sources (a cold start, a hung device)
+//!   run side by side as if there were no lanes and never hold the others back; a source
+//!   whose turn comes after the deadline does not start.
 //! * Errors each source reports are counted per collector and each distinct one (origin,
 //!   kind, errno) is logged once; a source that misses its deadline is logged when it starts
 //!   and when it ends.
@@ -28,6 +33,10 @@ use railscope_collectors::{
 };
 
 pub use crate::collection::{Collection, SourceOutcome, Totals};
+use crate::lanes::{Lanes, Ticket};
+
+/// How long a source may run before it gives its collection lane up (seen to within 10 ms).
+const SLOW: Duration = Duration::from_millis(20);
 
 /// How long past its deadline a scrape waits for the sources to hand over what they have.
 const JOIN_GRACE: Duration = Duration::from_millis(250);
@@ -48,6 +57,14 @@ struct SourceSlot {
     errors_total: AtomicU64,
     /// The errors of its last collection, for logging each error once when it starts.
     seen_errors: Mutex<HashSet<ErrorKey>>,
+}
+
+/// What a source's job on its lane sends back.
+enum Ran {
+    /// Its turn came after the collection's deadline; it did not start.
+    NotStarted,
+    /// It returned (`None`: it panicked) after running this long.
+    Returned(Option<SourceReport>, Duration),
 }
 
 /// One collection in progress: its deadline and the outcomes posted so far.
@@ -121,6 +138,15 @@ pub struct Scheduler {
     sequence: AtomicU64,
     requests: AtomicU64,
     logged_absent: Mutex<HashSet<&'static str>>,
+    /// The threads sources collect on.
+    lanes: Arc<Lanes>,
+}
+
+/// How many sources collect at once: the CPUs this process may use, at least 2 and at most 4.
+pub fn collect_width() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, 4)
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -158,6 +184,7 @@ impl Scheduler {
             sequence: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             logged_absent: Mutex::new(HashSet::new()),
+            lanes: Lanes::new(collect_width()),
         }
     }
 
@@ -248,25 +275,88 @@ impl Scheduler {
         let running = Arc::clone(&slot.running);
         let late = Arc::clone(&slot.late);
         let deadline = Arc::clone(&inflight.deadline);
-        let started = Instant::now();
-        let task = tokio::task::spawn_blocking(move || {
+        let queued = Instant::now();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let ticket = self.lanes.submit(move || {
+            if Instant::now() >= deadline.at() {
+                // Its turn came too late to start.
+                let _ = tx.send(Ran::NotStarted);
+                return;
+            }
+            let began = Instant::now();
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| source.collect(&deadline)));
             if late.swap(false, Ordering::AcqRel) {
                 tracing::info!(
                     collector = name,
-                    after_seconds = started.elapsed().as_secs_f64(),
+                    after_seconds = began.elapsed().as_secs_f64(),
                     "A collector that missed its deadline returned; it runs again from the next collection."
                 );
             }
             running.store(false, Ordering::Release);
-            result
+            let _ = tx.send(Ran::Returned(result.ok(), began.elapsed()));
         });
         let this = Arc::clone(self);
         let inflight = Arc::clone(inflight);
         tokio::spawn(async move {
-            let result = task.await;
-            inflight.post(index, || this.outcome(index, result, started.elapsed()));
+            match this.wait_for(rx, &ticket, &inflight.deadline).await {
+                Ran::Returned(report, took) => {
+                    inflight.post(index, || this.outcome(index, report, took));
+                }
+                Ran::NotStarted => this.not_started(index, &inflight, queued.elapsed()),
+            }
         });
+    }
+
+    /// Waits for what a source's job sends back. A job that has run for [`SLOW`], or is
+    /// still running when the collection's deadline (and its grace) has passed, gives its
+    /// lane up: slow sources run side by side, and the queue behind them goes on.
+    async fn wait_for(
+        &self,
+        mut rx: tokio::sync::oneshot::Receiver<Ran>,
+        ticket: &Ticket,
+        deadline: &Deadline,
+    ) -> Ran {
+        let lost = || Ran::Returned(None, Duration::ZERO);
+        let mut running_since = None;
+        loop {
+            // Look again at least every 10 ms: a joining scrape may bring the deadline
+            // forward, and a job may have become slow.
+            let until =
+                (deadline.at() + JOIN_GRACE).min(Instant::now() + Duration::from_millis(10));
+            tokio::select! {
+                ran = &mut rx => return ran.unwrap_or_else(|_| lost()),
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(until)) => {}
+            }
+            let now = Instant::now();
+            let since = if ticket.running() {
+                *running_since.get_or_insert(now)
+            } else {
+                now
+            };
+            if now >= deadline.at() + JOIN_GRACE || now.duration_since(since) >= SLOW {
+                self.lanes.give_up(ticket);
+                if ticket.given_up() || now >= deadline.at() + JOIN_GRACE {
+                    return rx.await.unwrap_or_else(|_| lost());
+                }
+            }
+        }
+    }
+
+    /// Source `index` did not start: its turn came after the deadline. It failed in this
+    /// collection, but it never ran, so it is not late (the deadline may have marked it so).
+    fn not_started(&self, index: usize, inflight: &Inflight, waited: Duration) {
+        let slot = &self.slots[index];
+        let name = slot.source.name();
+        if inflight.post(index, || SourceOutcome::failed(name, waited)) {
+            slot.errors_total.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                collector = name,
+                waited_seconds = waited.as_secs_f64(),
+                "Collector's turn came after the scrape deadline; its series are missing from this scrape."
+            );
+        }
+        slot.late.store(false, Ordering::Release);
+        slot.running.store(false, Ordering::Release);
     }
 
     /// At the collection's deadline (which may come forward while it waits), every source
@@ -287,9 +377,14 @@ impl Scheduler {
             for (index, slot) in self.slots.iter().enumerate() {
                 let name = slot.source.name();
                 let elapsed = inflight.started.elapsed();
-                if inflight.post(index, || SourceOutcome::failed(name, elapsed)) {
-                    slot.errors_total.fetch_add(1, Ordering::Relaxed);
+                // Marked late under the board's lock, before a source that never got its
+                // turn can look (`start_source`).
+                let posted = inflight.post(index, || {
                     slot.late.store(true, Ordering::Release);
+                    SourceOutcome::failed(name, elapsed)
+                });
+                if posted {
+                    slot.errors_total.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
                         collector = name,
                         timeout_seconds = elapsed.as_secs_f64(),
@@ -308,18 +403,18 @@ impl Scheduler {
         }
     }
 
-    /// Counts and logs what source `index` returned.
+    /// Counts and logs what source `index` returned (`None`: it panicked).
     fn outcome(
         &self,
         index: usize,
-        result: Result<std::thread::Result<SourceReport>, tokio::task::JoinError>,
+        report: Option<SourceReport>,
         duration: Duration,
     ) -> SourceOutcome {
         let slot = &self.slots[index];
         let name = slot.source.name();
-        let report = match result {
-            Ok(Ok(report)) => report,
-            Ok(Err(_)) | Err(_) => {
+        let report = match report {
+            Some(report) => report,
+            None => {
                 slot.errors_total.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(
                     collector = name,
@@ -541,6 +636,75 @@ mod tests {
         // The next scrape starts a new collection.
         assert_eq!(scheduler.collect(Duration::from_secs(5)).await.sequence, 2);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    /// Sources queue for `collect_width` lanes, but slow ones give their lane up: healthy
+    /// sources queued behind more hung sources than there are lanes still answer in the
+    /// first scrape, and fast collections use no more threads than there are lanes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hung_sources_beyond_the_lanes_hide_no_healthy_one() {
+        let width = collect_width();
+        let hung = Arc::new(AtomicUsize::new(0));
+        let fast = Arc::new(AtomicUsize::new(0));
+        let mut sources: Vec<Box<dyn AnySource>> = Vec::new();
+        for _ in 0..width + 2 {
+            sources.push(Box::new(Slow {
+                calls: hung.clone(),
+                sleep: Duration::from_millis(2000),
+            }));
+        }
+        for _ in 0..3 {
+            sources.push(Box::new(Slow {
+                calls: fast.clone(),
+                sleep: Duration::from_millis(1),
+            }));
+        }
+        let scheduler = scheduler(sources);
+        let first = scheduler.collect(Duration::from_millis(800)).await;
+        let ok: Vec<bool> = first.outcomes.iter().map(|o| o.success).collect();
+        let mut want = vec![false; width + 2];
+        want.extend([true; 3]);
+        assert_eq!(ok, want);
+        assert_eq!(
+            hung.load(Ordering::SeqCst),
+            width + 2,
+            "every hung source started"
+        );
+        assert_eq!(fast.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fast_sources_run_on_no_more_threads_than_lanes() {
+        #[derive(Debug)]
+        struct Where(Arc<Mutex<HashSet<std::thread::ThreadId>>>);
+        impl AnySource for Where {
+            fn name(&self) -> &'static str {
+                "where"
+            }
+            fn collect(&self, _: &Deadline) -> SourceReport {
+                lock(&self.0).insert(std::thread::current().id());
+                SourceReport {
+                    data: Some(devices(&["here"])),
+                    errors: Vec::new(),
+                    absent: None,
+                }
+            }
+        }
+        let threads = Arc::new(Mutex::new(HashSet::new()));
+        let sources: Vec<Box<dyn AnySource>> = (0..8)
+            .map(|_| Box::new(Where(threads.clone())) as Box<dyn AnySource>)
+            .collect();
+        let scheduler = scheduler(sources);
+        for _ in 0..20 {
+            let c = scheduler.collect(Duration::from_secs(5)).await;
+            assert!(c.outcomes.iter().all(|o| o.success));
+        }
+        let used = lock(&threads).len();
+        assert!(
+            (1..=collect_width()).contains(&used),
+            "{used} threads for {} lanes",
+            collect_width()
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
