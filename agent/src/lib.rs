@@ -87,6 +87,7 @@ where
         }
         Invocation::Run(config) => *config,
     };
+    process::tune_allocator();
     let scheduler = Arc::new(build_scheduler(&config)?);
     let web = Arc::new(load_web_config(&config)?);
     logging::init(config.log_level, config.log_format);
