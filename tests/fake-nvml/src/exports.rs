@@ -1978,7 +1978,9 @@ pub unsafe extern "C" fn nvmlEventSetWait_v2(
             if now >= deadline {
                 return Err(TIMEOUT);
             }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+            // A new XID comes with a changed fixture file, which is looked at no more often
+            // than its check holds: polling faster finds nothing new.
+            std::thread::sleep((deadline - now).min(state::poll_interval()));
         }
     })
 }

@@ -80,8 +80,9 @@ use std::process::Command;
 pub const FIXTURE_ENV: &str = "RAILSCOPE_FAKE_NVML";
 
 /// Milliseconds a check of the fixture file for a change holds (unset or 0: every call
-/// checks). With it set, a call within that time of the last check answers from the
-/// fixture as loaded, without a `stat` of the file or a look-up of the environment.
+/// checks). With it set, a call within that time of its thread's last check answers from
+/// the fixture as that thread last saw it, without a `stat` of the file, a look-up of the
+/// environment or the library's lock.
 pub const RECHECK_ENV: &str = "RAILSCOPE_FAKE_NVML_RECHECK_MS";
 
 /// The file name cargo gives the cdylib.

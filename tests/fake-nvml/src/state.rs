@@ -5,10 +5,18 @@
 //! (`hang_ms`, [`crate::costs`]): a call takes a snapshot (`Arc<Fixture>`) under the lock,
 //! releases it, then sleeps and answers from the snapshot, so a hung or slow GPU does not
 //! hold up the others.
+//!
+//! With [`crate::RECHECK_ENV`] set, each thread keeps its last snapshot (fixture and cost
+//! model) for that long, unless the fixture was reloaded or replaced since: a call then
+//! takes no lock at all. A real driver's calls on different GPUs do not queue behind one
+//! lock of the fake's making, and the cost model prices the driver, not the fake; without
+//! this, eight threads calling at once spent a fifth of their CPU time on the fake's lock.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -78,6 +86,63 @@ static STATE: Mutex<State> = Mutex::new(State {
     last_error: None,
     event_sets: BTreeMap::new(),
 });
+
+/// Bumped whenever the loaded fixture or its source changes: a thread's kept snapshot from
+/// an older generation is stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// `State::init_count`, readable without the lock.
+static INITS: AtomicU32 = AtomicU32::new(0);
+
+/// A thread's last snapshot, for [`RECHECK_ENV`](crate::RECHECK_ENV)'s time.
+struct Kept {
+    generation: u64,
+    taken: Instant,
+    recheck: Duration,
+    fixture: Arc<Fixture>,
+    costs: Option<Arc<Model>>,
+}
+
+thread_local! {
+    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+}
+
+/// The fixture and cost model for a call: this thread's kept snapshot while it holds,
+/// else from the state (re-reading a changed file). `UNINITIALIZED` before `nvmlInit`.
+fn current() -> Result<(Arc<Fixture>, Option<Arc<Model>>), Ret> {
+    if INITS.load(Ordering::Acquire) == 0 {
+        return Err(UNINITIALIZED);
+    }
+    let generation = GENERATION.load(Ordering::Acquire);
+    let kept = KEPT.with(|k| {
+        k.borrow().as_ref().and_then(|k| {
+            (k.generation == generation && k.taken.elapsed() < k.recheck)
+                .then(|| (k.fixture.clone(), k.costs.clone()))
+        })
+    });
+    if let Some(kept) = kept {
+        return Ok(kept);
+    }
+    let mut state = lock();
+    if state.init_count == 0 {
+        return Err(UNINITIALIZED);
+    }
+    let fixture = refresh(&mut state)?;
+    let costs = state.loaded.as_ref().and_then(|l| l.costs.clone());
+    let recheck = state.recheck.unwrap_or_default();
+    if !recheck.is_zero() {
+        let kept = Kept {
+            generation: GENERATION.load(Ordering::Acquire),
+            taken: Instant::now(),
+            recheck,
+            fixture: fixture.clone(),
+            costs: costs.clone(),
+        };
+        drop(state);
+        KEPT.with(|k| *k.borrow_mut() = Some(kept));
+    }
+    Ok((fixture, costs))
+}
 
 /// Device handles are addresses inside this array (`&HANDLES[i]`): unique, stable across
 /// fixture reloads, range-checkable, and never dereferenced by anyone.
@@ -165,6 +230,7 @@ fn refresh(state: &mut State) -> Result<Arc<Fixture>, Ret> {
     match load(&path) {
         Ok((fixture, costs)) => {
             let fixture = Arc::new(fixture);
+            GENERATION.fetch_add(1, Ordering::AcqRel);
             state.loaded = Some(Loaded {
                 key,
                 checked: Instant::now(),
@@ -194,6 +260,7 @@ pub(crate) fn set_override(path: Option<PathBuf>) {
     let mut state = lock();
     state.override_path = path;
     state.loaded = None;
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     state.last_error = None;
 }
 
@@ -210,6 +277,7 @@ pub(crate) fn init(call: &'static str) -> Result<(), Ret> {
     {
         let mut state = lock();
         state.init_count = state.init_count.saturating_add(1);
+        INITS.store(state.init_count, Ordering::Release);
     }
     pay(call);
     Ok(())
@@ -223,6 +291,7 @@ pub(crate) fn shutdown() -> Result<(), Ret> {
             return Err(UNINITIALIZED);
         }
         state.init_count -= 1;
+        INITS.store(state.init_count, Ordering::Release);
     }
     pay("nvmlShutdown");
     Ok(())
@@ -242,21 +311,26 @@ pub(crate) fn pay_fields(ids: impl IntoIterator<Item = u32>) {
 }
 
 fn costs_now() -> Option<Arc<Model>> {
-    lock().loaded.as_ref().and_then(|l| l.costs.clone())
+    match current() {
+        Ok((_, costs)) => costs,
+        // Before init or with no fixture: what was last loaded, if anything.
+        Err(_) => lock().loaded.as_ref().and_then(|l| l.costs.clone()),
+    }
 }
 
 /// The current fixture for a call: checks init, re-reads a changed file, then sleeps the
 /// fixture's global `hang_ms` (with the lock released).
 pub(crate) fn snapshot() -> Result<Arc<Fixture>, Ret> {
-    let fixture = {
-        let mut state = lock();
-        if state.init_count == 0 {
-            return Err(UNINITIALIZED);
-        }
-        refresh(&mut state)?
-    };
+    let (fixture, _) = current()?;
     sleep_ms(fixture.hang_ms);
     Ok(fixture)
+}
+
+/// How often a waiting call looks at the fixture again: every 10 ms, or as long as a check
+/// of the file holds ([`crate::RECHECK_ENV`]) when that is longer.
+pub(crate) fn poll_interval() -> Duration {
+    let recheck = *lock().recheck.get_or_insert_with(recheck_from_env);
+    recheck.max(Duration::from_millis(10))
 }
 
 /// Sleeps `ms` milliseconds (the fake's model of a wedged driver).
@@ -300,11 +374,12 @@ pub(crate) fn with_gpu<T>(
     device: nvmlDevice_t,
     f: impl FnOnce(&Gpu, &Fixture) -> Result<T, Ret>,
 ) -> Result<T, Ret> {
-    let fixture = snapshot()?;
+    let (fixture, costs) = current()?;
+    sleep_ms(fixture.hang_ms);
     let index = index_of(device, &fixture)?;
     let gpu = &fixture.gpus[index];
     gate(gpu)?;
-    pay(call);
+    costs::pay(costs.as_deref(), call);
     f(gpu, &fixture)
 }
 

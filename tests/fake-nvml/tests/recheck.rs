@@ -38,4 +38,11 @@ fn a_changed_fixture_is_seen_once_the_check_has_expired() {
     }
     std::thread::sleep(Duration::from_millis(2100));
     assert_eq!(temperature(), 77, "after it, the new file is read");
+    // Each thread keeps its own snapshot; once the file is reloaded, every thread answers
+    // from the new one.
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| assert_eq!(temperature(), 77));
+        }
+    });
 }
