@@ -518,6 +518,15 @@ impl DeviceReader<'_> {
         self.attrs().list(path)
     }
 
+    /// Whether the device's name is still there: its class link (or, in a tree that has
+    /// a directory there, the directory).
+    fn named(&self) -> bool {
+        match self.fs().read_link(&self.dir) {
+            Ok(_) => true,
+            Err(err) => err.raw_os_error() == Some(libc::EINVAL) && self.fs().exists(&self.dir),
+        }
+    }
+
     fn vanished(&self) -> bool {
         !self.fs().exists(&self.dir)
     }
@@ -533,8 +542,10 @@ impl DeviceReader<'_> {
         let dir = self.dir.clone();
         let mut at = ChildPath::new(&dir);
         // Files kept open answer for a device whose name is gone (the class link goes first
-        // when a device is removed): one look-up through the name says it is still there.
-        if self.known.is_some() && !self.fs().exists(at.of("ports")) {
+        // when a device is removed): one look at the name says it is still there. The link
+        // itself is read, not followed into the device's directory, which would walk the
+        // PCI path behind it.
+        if self.known.is_some() && !self.named() {
             self.known = None;
         }
         let mut device = Device {
