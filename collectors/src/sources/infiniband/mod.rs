@@ -768,7 +768,8 @@ impl DeviceReader<'_> {
                 let Some(value) = self.parsed(path.of(&entry.name), parse::parse_counter) else {
                     continue;
                 };
-                let spec = pma::spec(&entry.name);
+                let rank = pma::rank(&entry.name);
+                let spec = pma::PMA_COUNTERS.get(rank);
                 let bits = match spec.map(|s| s.width) {
                     Some(pma::Width::Fixed(bits)) => Some(bits),
                     Some(pma::Width::BaseOrExtended) if extended || value > u64::from(u32::MAX) => {
@@ -778,7 +779,7 @@ impl DeviceReader<'_> {
                     None => None,
                 };
                 counters.push((
-                    pma::rank(&entry.name),
+                    rank,
                     PmaCounter {
                         name: Arc::clone(&entry.name),
                         value,

@@ -72,7 +72,28 @@ pub const PMA_COUNTERS: &[PmaSpec] = &[
 
 /// Looks up a counter by its `counters/` file name.
 pub fn spec(name: &str) -> Option<&'static PmaSpec> {
-    PMA_COUNTERS.iter().find(|s| s.name == name)
+    position(name).map(|i| &PMA_COUNTERS[i])
+}
+
+/// Where `name` is in [`PMA_COUNTERS`]: one hash look-up, not a comparison with each name
+/// (this runs for every counter of every port on every scrape).
+fn position(name: &str) -> Option<usize> {
+    type Index = std::collections::HashMap<
+        &'static str,
+        usize,
+        std::hash::BuildHasherDefault<crate::fs::PathHasher>,
+    >;
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            PMA_COUNTERS
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name, i))
+                .collect()
+        })
+        .get(name)
+        .copied()
 }
 
 /// How many bytes one unit of counter `name` is: 4 for the data counters (by their
@@ -85,10 +106,7 @@ pub fn bytes_per_unit(name: &str) -> u64 {
 
 /// Where a counter stands in the kernel's order ([`PMA_COUNTERS`]); unknown ones after all.
 pub fn rank(name: &str) -> usize {
-    PMA_COUNTERS
-        .iter()
-        .position(|s| s.name == name)
-        .unwrap_or(usize::MAX)
+    position(name).unwrap_or(usize::MAX)
 }
 
 /// Maps a legacy `counters_ext/` file (OFED, kernels before 4.5) to the current
