@@ -76,7 +76,15 @@ struct Kept {
 }
 
 /// Kept files by the bytes of their path.
-type KeptMap = HashMap<Box<[u8]>, Kept, BuildHasherDefault<PathHasher>>;
+type KeptMap = HashMap<Box<[u8]>, Arc<Kept>, BuildHasherDefault<PathHasher>>;
+
+/// A file [`KeptOpenFs`] keeps open, held by a reader that reads the same attribute every
+/// scrape ([`Fs::keep_handle`]): a read through it ([`Fs::read_kept`]) skips the look-up
+/// by path. It follows the same rules as a read by path: outside sysfs and procfs its inode
+/// is checked every [`VERIFY_EVERY`], and a read that says the file no longer stands for
+/// its path opens the path again.
+#[derive(Debug, Clone)]
+pub struct KeptFile(Arc<Kept>);
 
 /// Changes seen, by device directory; `resets` counts the times the map was cleared.
 #[derive(Debug, Default)]
@@ -199,11 +207,11 @@ impl KeptOpenFs {
         if kept.len() < self.capacity {
             kept.insert(
                 key(path).into(),
-                Kept {
+                Arc::new(Kept {
                     file: Arc::new(file),
                     used: AtomicU64::new(now),
                     verified: AtomicU64::new(now),
-                },
+                }),
             );
         }
     }
@@ -354,6 +362,32 @@ impl Fs for KeptOpenFs {
 
     fn files_kept(&self) -> Option<usize> {
         Some(self.kept())
+    }
+
+    fn keep_handle(&self, path: &Path) -> Option<KeptFile> {
+        lock(&self.kept).get(key(path)).cloned().map(KeptFile)
+    }
+
+    fn read_kept(&self, path: &Path, file: &KeptFile, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        let kept = &file.0;
+        let now = self.now();
+        kept.used.store(now, Ordering::Relaxed);
+        let due =
+            now.saturating_sub(kept.verified.load(Ordering::Relaxed)) >= VERIFY_EVERY.as_secs();
+        if due && self.must_check(path) {
+            if !kept.file.metadata().is_ok_and(|m| m.nlink() > 0) {
+                self.changed(path);
+                return self.read_with(path, f);
+            }
+            kept.verified.store(now, Ordering::Relaxed);
+        }
+        match read_whole(&kept.file, f) {
+            Err(err) if is_changed(&err) => {
+                self.changed(path);
+                self.read_with(path, f)
+            }
+            other => other,
+        }
     }
 
     fn release(&self, dir: &Path) {
@@ -513,6 +547,54 @@ mod tests {
         assert_eq!(fs.read(&file).unwrap_err().kind(), io::ErrorKind::NotFound);
         assert_eq!(fs.kept(), 0, "the removed file is forgotten");
         assert_eq!(fs.changes(&device), 2);
+    }
+
+    fn read_through(fs: &KeptOpenFs, path: &Path, file: &KeptFile) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        fs.read_kept(path, file, &mut |b| out.extend_from_slice(b))?;
+        Ok(out)
+    }
+
+    /// A reader that holds the kept file reads through it, without a look-up by path, and
+    /// under the same rules: a replaced file is read from its path again, and a removed one
+    /// fails as its path does.
+    #[test]
+    fn a_held_kept_file_reads_without_a_look_up_and_follows_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let device = dir.path().join("class/infiniband/mlx5_0");
+        std::fs::create_dir_all(device.join("ports/1/counters")).unwrap();
+        let file = device.join("ports/1/counters/symbol_error");
+        std::fs::write(&file, "3\n").unwrap();
+        let fs = KeptOpenFs {
+            epoch: coarse_now().checked_sub(Duration::from_secs(5)).unwrap(),
+            ..fs_in(dir.path(), 8)
+        };
+        assert!(fs.keep_handle(&file).is_none(), "not read yet");
+        fs.read(&file).unwrap();
+        let held = fs.keep_handle(&file).unwrap();
+        std::fs::write(&file, "4\n").unwrap();
+        assert_eq!(read_through(&fs, &file, &held).unwrap(), b"4\n");
+        // Forgotten by the map (as a release or a sweep does): the holder still reads it.
+        lock(&fs.kept).clear();
+        assert_eq!(read_through(&fs, &file, &held).unwrap(), b"4\n");
+        assert_eq!(fs.opened_total(), 1);
+        // Replaced under its path: once its check is due, the path is opened again.
+        let tmp = dir.path().join("new");
+        std::fs::write(&tmp, "9\n").unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+        held.0.verified.store(0, Ordering::Relaxed);
+        assert_eq!(read_through(&fs, &file, &held).unwrap(), b"9\n");
+        assert_eq!(fs.changes(&device), 1);
+        assert_eq!(fs.opened_total(), 2);
+        // Removed: the read fails as a read of the path does.
+        std::fs::remove_file(&file).unwrap();
+        held.0.verified.store(0, Ordering::Relaxed);
+        assert_eq!(
+            read_through(&fs, &file, &held).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // A file system that keeps nothing has no handle to give.
+        assert!(RealFs.keep_handle(&file).is_none());
     }
 
     #[test]

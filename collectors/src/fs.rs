@@ -77,6 +77,21 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn files_kept(&self) -> Option<usize> {
         None
     }
+    /// The file it keeps open for `path` (read at least once), for a reader that reads it
+    /// again every scrape with [`Fs::read_kept`]; `None` when it keeps none.
+    fn keep_handle(&self, _path: &Path) -> Option<crate::files::KeptFile> {
+        None
+    }
+    /// [`Fs::read_with`] of `path` through `file`, its [`Fs::keep_handle`]: a file system that
+    /// keeps files reads it without looking the path up; any other reads the path.
+    fn read_kept(
+        &self,
+        path: &Path,
+        _file: &crate::files::KeptFile,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<()> {
+        self.read_with(path, f)
+    }
     /// A number that changes whenever a file it keeps open under the device directory
     /// `device` ([`crate::guard::device_key`]) is found to stand for its path no more (the
     /// device was removed, or removed and added again under the same name). A source that

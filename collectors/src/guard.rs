@@ -416,6 +416,20 @@ impl Fs for GuardedFs {
         self.run(path, true, |fs, p| fs.read_with(p, f))
     }
 
+    fn keep_handle(&self, path: &Path) -> Option<crate::files::KeptFile> {
+        // A look-up, no I/O: nothing to guard.
+        self.inner.keep_handle(path)
+    }
+
+    fn read_kept(
+        &self,
+        path: &Path,
+        file: &crate::files::KeptFile,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<()> {
+        self.run(path, true, |fs, p| fs.read_kept(p, file, f))
+    }
+
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         self.run(path, false, |fs, p| fs.read_dir(p))
     }

@@ -60,14 +60,29 @@ pub fn read_parsed<T, E: Into<Invalid>>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<Option<T>, CollectError> {
+    read_parsed_via(fs, device, path, None, parse)
+}
+
+/// [`read_parsed`] through `file`, the file system's kept file of `path` when there is one.
+pub fn read_parsed_via<T, E: Into<Invalid>>(
+    fs: &dyn Fs,
+    device: Option<&str>,
+    path: &Path,
+    file: Option<&crate::files::KeptFile>,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<Option<T>, CollectError> {
     let mut parse = Some(parse);
     let mut parsed = None;
-    let read = fs.read_with(path, &mut |bytes| {
+    let mut lend = |bytes: &[u8]| {
         if let Some(parse) = parse.take() {
             let text = String::from_utf8_lossy(bytes);
             parsed = Some(parse(trim_attribute(&text)).map_err(Into::into));
         }
-    });
+    };
+    let read = match file {
+        Some(file) => fs.read_kept(path, file, &mut lend),
+        None => fs.read_with(path, &mut lend),
+    };
     if errno_rule(device, path, read)?.is_none() {
         return Ok(None);
     }
@@ -231,6 +246,18 @@ impl<'a> Attrs<'a> {
         parse: impl FnOnce(&str) -> Result<T, E>,
     ) -> Option<T> {
         let read = read_parsed(self.fs, self.device, path, parse);
+        self.keep(read)
+    }
+
+    /// [`read_parsed_via`]: a read through `file`, the kept file of `path`, when there is
+    /// one.
+    pub fn parsed_via<T, E: Into<Invalid>>(
+        &mut self,
+        path: &Path,
+        file: Option<&crate::files::KeptFile>,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Option<T> {
+        let read = read_parsed_via(self.fs, self.device, path, file, parse);
         self.keep(read)
     }
 

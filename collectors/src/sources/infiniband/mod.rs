@@ -29,7 +29,7 @@ pub(crate) mod verbs;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -37,6 +37,7 @@ use regex::Regex;
 pub use types::*;
 
 use crate::error::{CollectError, ErrorKind, Origin};
+use crate::files::KeptFile;
 use crate::fs::{ChildPath, Fs, PathMap, Roots, is_not_found};
 use crate::run::{Run, standalone};
 use crate::source::{
@@ -116,11 +117,13 @@ pub const KNOWN_FOR: Duration = Duration::from_secs(60);
 type Listing = Arc<[Entry]>;
 
 /// An entry of a kept listing. Its name is shared with the counters read through it, so a
-/// counter's name costs no allocation per scrape.
+/// counter's name costs no allocation per scrape, and once it has been read the file kept
+/// open for it is held here, so a counter read every scrape is not looked up by path.
 #[derive(Debug)]
 struct Entry {
     name: Arc<str>,
     is_dir: bool,
+    file: OnceLock<KeptFile>,
 }
 
 /// Keeps `entries` as a [`Listing`].
@@ -130,6 +133,7 @@ fn listing(entries: Vec<crate::fs::DirEntry>) -> Listing {
         .map(|e| Entry {
             name: Arc::from(e.name),
             is_dir: e.is_dir,
+            file: OnceLock::new(),
         })
         .collect()
 }
@@ -513,6 +517,25 @@ impl DeviceReader<'_> {
         self.attrs().parsed(path, parse)
     }
 
+    /// Reads and parses the file of `entry` (at `path`) in a kept listing, through the file
+    /// kept open for it once it has been read; a parse failure is recorded.
+    fn entry_parsed<T>(
+        &mut self,
+        path: &Path,
+        entry: &Entry,
+        parse: impl FnOnce(&str) -> Result<T, parse::ParseError>,
+    ) -> Option<T> {
+        let kept = entry.file.get();
+        let value = self.attrs().parsed_via(path, kept, parse);
+        if kept.is_none()
+            && value.is_some()
+            && let Some(file) = self.fs().keep_handle(path)
+        {
+            let _ = entry.file.set(file);
+        }
+        value
+    }
+
     /// Lists a directory that may legitimately be absent.
     fn list(&mut self, path: &Path) -> Option<Vec<crate::fs::DirEntry>> {
         self.attrs().list(path)
@@ -765,7 +788,9 @@ impl DeviceReader<'_> {
             counters.reserve(entries.len());
             let mut path = ChildPath::new(&counters_dir);
             for entry in entries.iter().filter(|e| !e.is_dir) {
-                let Some(value) = self.parsed(path.of(&entry.name), parse::parse_counter) else {
+                let Some(value) =
+                    self.entry_parsed(path.of(&entry.name), entry, parse::parse_counter)
+                else {
                     continue;
                 };
                 let rank = pma::rank(&entry.name);
@@ -793,7 +818,9 @@ impl DeviceReader<'_> {
         if let Some(entries) = self.static_list(&ext_dir) {
             let mut path = ChildPath::new(&ext_dir);
             for entry in entries.iter().filter(|e| !e.is_dir) {
-                let Some(value) = self.parsed(path.of(&entry.name), parse::parse_counter) else {
+                let Some(value) =
+                    self.entry_parsed(path.of(&entry.name), entry, parse::parse_counter)
+                else {
                     continue;
                 };
                 let name: Arc<str> = match pma::legacy_ext_name(&entry.name) {
@@ -829,8 +856,8 @@ impl DeviceReader<'_> {
         for entry in entries.iter().filter(|e| !e.is_dir) {
             let path = path.of(&entry.name);
             if &*entry.name == "lifespan" {
-                lifespan = self.parsed(path, parse::parse_int::<u64>);
-            } else if let Some(value) = self.parsed(path, parse::parse_counter) {
+                lifespan = self.entry_parsed(path, entry, parse::parse_int::<u64>);
+            } else if let Some(value) = self.entry_parsed(path, entry, parse::parse_counter) {
                 counters.push(HwCounter {
                     name: Arc::clone(&entry.name),
                     value,
