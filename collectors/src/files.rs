@@ -217,6 +217,16 @@ impl KeptOpenFs {
     }
 }
 
+/// Gives a map's room back once it is mostly empty (devices that came and went), so
+/// memory follows what is there now, not the most there ever was.
+fn shrink_sparse<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
+    map: &mut HashMap<K, V, S>,
+) {
+    if map.capacity() > 4 * map.len() + 64 {
+        map.shrink_to_fit();
+    }
+}
+
 /// Whether `err` says that an open file no longer stands for its path.
 fn is_changed(err: &io::Error) -> bool {
     matches!(
@@ -395,15 +405,11 @@ impl Fs for KeptOpenFs {
         prefix.push(b'/');
         let mut kept = lock(&self.kept);
         kept.retain(|path, _| !path.starts_with(&prefix));
-        if kept.capacity() > 4 * kept.len() + 64 {
-            kept.shrink_to_fit();
-        }
+        shrink_sparse(&mut kept);
         drop(kept);
         let mut changes = lock(&self.changes);
         changes.by_device.remove(dir);
-        if changes.by_device.capacity() > 4 * changes.by_device.len() + 64 {
-            changes.by_device.shrink_to_fit();
-        }
+        shrink_sparse(&mut changes.by_device);
     }
 
     fn changes(&self, device: &Path) -> u64 {

@@ -23,6 +23,10 @@ use std::str::FromStr;
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{DirEntry, Fs, is_not_found};
 
+/// How long what does not change while a device exists (GUIDs, firmware, ids, links,
+/// directory listings) is kept before it is read again, by every source that keeps it.
+pub const KNOWN_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// An attribute's value: the kernel's text (lossy UTF-8) without its trailing newline, white
 /// space and NULs.
 pub fn attribute_text(bytes: &[u8]) -> String {

@@ -110,8 +110,7 @@ pub struct InfinibandSource {
     known: Arc<Mutex<HashMap<String, Arc<Known>>>>,
 }
 
-/// How long what does not change about a device is kept before it is read again.
-pub const KNOWN_FOR: Duration = Duration::from_secs(60);
+pub use crate::sysfs::KNOWN_FOR;
 
 /// A directory's entries, shared between the scrapes that use them.
 type Listing = Arc<[Entry]>;

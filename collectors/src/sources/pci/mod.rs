@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::{Fs, Roots};
@@ -148,8 +148,7 @@ pub struct Snapshot {
     pub devices: Vec<PciDevice>,
 }
 
-/// How long what does not change about the functions read is kept.
-pub const KNOWN_FOR: Duration = Duration::from_secs(60);
+pub use crate::sysfs::KNOWN_FOR;
 
 /// The functions to read: role, RDMA devices and GPU index by address.
 type Targets = BTreeMap<String, (Role, Vec<String>, Option<usize>)>;
