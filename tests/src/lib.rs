@@ -12,6 +12,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The workspace root.
@@ -509,4 +510,66 @@ pub fn promtool_check_metrics(text: &str) {
         out.status.success() && report.trim().is_empty(),
         "promtool check metrics failed:\n{report}"
     );
+}
+
+/// A webhook receiver on a free loopback port: collects every notification Alertmanager
+/// posts, with when it came.
+pub fn webhook(received: Arc<Mutex<Vec<(Instant, serde_json::Value)>>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            // Read headers, then Content-Length bytes of body.
+            let body = loop {
+                let Ok(n) = stream.read(&mut chunk) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + len {
+                        break Some(buf[end + 4..end + 4 + len].to_vec());
+                    }
+                }
+            };
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            if let Some(body) = body
+                && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&body)
+            {
+                received.lock().unwrap().push((Instant::now(), value));
+            }
+        }
+    });
+    port
+}
+
+/// `name`, after checking that it runs (`--version`): a missing Prometheus tool is a failure,
+/// never a skip.
+pub fn tool(name: &str) -> String {
+    let ok = Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{name} is missing: install the Debian packages prometheus and prometheus-alertmanager"
+    );
+    name.to_owned()
 }

@@ -460,6 +460,7 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
         "/usr/share/doc/railscope/README.md",
         "/usr/share/doc/railscope/copyright",
         "/usr/share/railscope/alerts/railscope.rules.yml",
+        "/usr/share/railscope/alerts/alertmanager.example.yml",
     ] {
         assert!(
             files.iter().any(|f| f == want),

@@ -1,0 +1,208 @@
+//! The inhibit rules of `alerts/alertmanager.example.yml`, in a real Alertmanager: faults that
+//! raise several alerts at once reach the receiver as one notification each, and unrelated
+//! alerts are not hidden. Alerts are sent with `amtool alert add`, as Prometheus would send
+//! what the rules raise for each fault. A missing `amtool` or Alertmanager is a failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use railscope_tests::{free_port, get, tool, webhook, workspace};
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn example() -> String {
+    std::fs::read_to_string(workspace().join("alerts/alertmanager.example.yml")).unwrap()
+}
+
+#[test]
+fn the_example_config_is_valid() {
+    let amtool = tool("amtool");
+    let out = Command::new(amtool)
+        .args(["check-config"])
+        .arg(workspace().join("alerts/alertmanager.example.yml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("7 inhibit rules"), "{text}");
+}
+
+/// Sends one firing alert with these labels.
+fn fire(amtool: &str, url: &str, labels: &[(&str, &str)]) {
+    let out = Command::new(amtool)
+        .arg("alert")
+        .arg("add")
+        .arg(format!("--alertmanager.url={url}"))
+        .args(labels.iter().map(|(k, v)| format!("{k}={v}")))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "amtool alert add {labels:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn one_fault_is_one_notification() {
+    let amtool = tool("amtool");
+    let alertmanager = tool("prometheus-alertmanager");
+    let dir = tempfile::tempdir().unwrap();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let hook = webhook(Arc::clone(&received));
+    // A test route and receiver; the inhibit rules verbatim from the example.
+    let example = example();
+    let inhibit = &example[example.find("inhibit_rules:").unwrap()..];
+    let config = dir.path().join("alertmanager.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "route:\n  receiver: test\n  group_by: [alertname, instance, device, port, gpu]\n  group_wait: 3s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: false\n{inhibit}"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _am = Killed(
+        Command::new(&alertmanager)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.path={}",
+                dir.path().join("am").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address=")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let start = Instant::now();
+    while !get(addr, "/-/ready", &[]).is_ok_and(|r| r.status == 200) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "Alertmanager did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("http://127.0.0.1:{port}");
+    let port_alert = |name: &str, severity: &str, instance: &str, device: &str| {
+        fire(
+            &amtool,
+            &url,
+            &[
+                ("alertname", name),
+                ("severity", severity),
+                ("instance", instance),
+                ("device", device),
+                ("port", "1"),
+                ("job", "railscope"),
+            ],
+        );
+    };
+    // n1 mlx5_0: the port is down; its rate, width and MTU alerts come with it.
+    port_alert("RailscopePortDown", "critical", "n1", "mlx5_0");
+    port_alert("RailscopePortRateBelowPeers", "critical", "n1", "mlx5_0");
+    port_alert("RailscopePortWidthBelowPeers", "critical", "n1", "mlx5_0");
+    port_alert("RailscopeMTUMismatch", "warning", "n1", "mlx5_0");
+    // n1 mlx5_3: one lane lost, with an expectations file: four alerts for one fault.
+    port_alert("RailscopePortRateBelowPeers", "critical", "n1", "mlx5_3");
+    port_alert("RailscopePortWidthBelowPeers", "critical", "n1", "mlx5_3");
+    port_alert("RailscopePortRateBelowExpected", "critical", "n1", "mlx5_3");
+    port_alert(
+        "RailscopePortWidthBelowExpected",
+        "critical",
+        "n1",
+        "mlx5_3",
+    );
+    // n2 mlx5_1: one lane lost, without expectations.
+    port_alert("RailscopePortRateBelowPeers", "critical", "n2", "mlx5_1");
+    port_alert("RailscopePortWidthBelowPeers", "critical", "n2", "mlx5_1");
+    // n2 mlx5_2: a fault of its own on the same node, not hidden by mlx5_1's.
+    port_alert("RailscopeRoCEMTUBelow4096", "warning", "n2", "mlx5_2");
+    // n3 GPU 4 fell off the bus: XID 79 and its NVLinks with it. GPU 5's XID is its own.
+    for (name, severity, gpu) in [
+        ("RailscopeGPULost", "critical", "4"),
+        ("RailscopeGPUXidHardware", "critical", "4"),
+        ("RailscopeNVLinkInactive", "warning", "4"),
+        ("RailscopeGPUXidHardware", "critical", "5"),
+    ] {
+        fire(
+            &amtool,
+            &url,
+            &[
+                ("alertname", name),
+                ("severity", severity),
+                ("instance", "n3"),
+                ("gpu", gpu),
+                ("job", "railscope"),
+            ],
+        );
+    }
+    // n4: the agent is down; the alerts its stale series raised are hidden.
+    fire(
+        &amtool,
+        &url,
+        &[
+            ("alertname", "RailscopeAgentDown"),
+            ("severity", "critical"),
+            ("instance", "n4"),
+            ("job", "railscope"),
+        ],
+    );
+    port_alert("RailscopeRailImbalance", "warning", "n4", "mlx5_6");
+
+    let expected: BTreeSet<(String, String, String)> = [
+        ("RailscopePortDown", "n1", "mlx5_0"),
+        ("RailscopePortWidthBelowExpected", "n1", "mlx5_3"),
+        ("RailscopePortWidthBelowPeers", "n2", "mlx5_1"),
+        ("RailscopeRoCEMTUBelow4096", "n2", "mlx5_2"),
+        ("RailscopeGPULost", "n3", "4"),
+        ("RailscopeGPUXidHardware", "n3", "5"),
+        ("RailscopeAgentDown", "n4", ""),
+    ]
+    .iter()
+    .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+    .collect();
+    let notified = || -> BTreeSet<(String, String, String)> {
+        received
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|(_, v)| v["alerts"].as_array().cloned().unwrap_or_default())
+            .map(|a| {
+                let l = &a["labels"];
+                let s = |k: &str| l[k].as_str().unwrap_or_default().to_owned();
+                let what = if l["gpu"].is_string() {
+                    s("gpu")
+                } else {
+                    s("device")
+                };
+                (s("alertname"), s("instance"), what)
+            })
+            .collect()
+    };
+    // Every expected notification arrives after the group wait; then wait a little longer
+    // for any that should not.
+    let start = Instant::now();
+    while notified() != expected && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(notified(), expected);
+}
