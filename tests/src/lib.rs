@@ -558,18 +558,25 @@ pub fn webhook(received: Arc<Mutex<Vec<(Instant, serde_json::Value)>>>) -> u16 {
     port
 }
 
-/// `name`, after checking that it runs (`--version`): a missing Prometheus tool is a failure,
-/// never a skip.
-pub fn tool(name: &str) -> String {
-    let ok = Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+/// `name`, after checking that it runs (`--version` or `version`): a missing tool is a
+/// failure naming the Debian package to install, never a skip.
+pub fn require(name: &str, package: &str) -> String {
+    let runs = |arg: &str| {
+        Command::new(name)
+            .arg(arg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     assert!(
-        ok,
-        "{name} is missing: install the Debian packages prometheus and prometheus-alertmanager"
+        runs("--version") || runs("version"),
+        "{name} is missing: install the Debian package {package}"
     );
     name.to_owned()
+}
+
+/// A tool of the Debian packages prometheus and prometheus-alertmanager ([`require`]).
+pub fn tool(name: &str) -> String {
+    require(name, "prometheus or prometheus-alertmanager")
 }

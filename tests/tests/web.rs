@@ -12,29 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{binary, fixtures, free_port, get};
+use railscope_tests::{binary, fixtures, free_port, get, require};
 
 const TREE: &str = "h100-cx7-ndr-ib";
-
-fn tool(name: &str, package: &str) {
-    let ok = Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let ok = ok
-        || Command::new(name)
-            .arg("version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{name} is missing: install the Debian package {package}"
-    );
-}
 
 fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
@@ -55,7 +35,7 @@ struct Pki {
 
 impl Pki {
     fn new(dir: &Path, name: &str) -> Pki {
-        tool("openssl", "openssl");
+        require("openssl", "openssl");
         let pki = Pki {
             dir: dir.to_path_buf(),
             name: name.to_owned(),
@@ -234,7 +214,7 @@ struct Curl {
 }
 
 fn curl(url: &str, args: &[&str]) -> Curl {
-    tool("curl", "curl");
+    require("curl", "curl");
     let dir = tempfile::tempdir().unwrap();
     let headers = dir.path().join("headers");
     let out = Command::new("curl")
@@ -337,7 +317,7 @@ fn web_config(
 
 #[test]
 fn prometheus_scrapes_over_https_with_basic_auth() {
-    tool("prometheus", "prometheus");
+    require("prometheus", "prometheus");
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new(dir.path(), "a");
     let (cert, key) = pki.issue("server", true);
