@@ -86,3 +86,49 @@ fn every_alert_has_severity_summary_and_runbook() {
     }
     assert!(alerts >= 25, "only {alerts} alerts");
 }
+
+/// The README's alert table lists every alert of the rules, in their order, with its
+/// severity, and says when it fires in words (no annotation templates).
+#[test]
+fn the_readme_alert_table_matches_the_rules() {
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let from_rules: Vec<(String, String)> = rules
+        .split("- alert: ")
+        .skip(1)
+        .map(|block| {
+            let name = block.lines().next().unwrap().trim().to_owned();
+            let body = block.split("\n      - ").next().unwrap();
+            let severity = body
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("severity: "))
+                .unwrap()
+                .trim()
+                .to_owned();
+            (name, severity)
+        })
+        .collect();
+    let table = readme
+        .split("| alert | severity | fires when |\n|---|---|---|\n")
+        .nth(1)
+        .expect("README has no alert table");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let from_readme: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r[0].trim_matches('`').to_owned(), r[1].to_owned()))
+        .collect();
+    assert_eq!(from_readme, from_rules);
+    for r in &rows {
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert!(
+            !r[2].contains("{{") && r[2].ends_with('.'),
+            "{}: says when it fires in words, as one or more sentences: {}",
+            r[0],
+            r[2]
+        );
+    }
+}
