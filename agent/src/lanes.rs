@@ -36,6 +36,9 @@ struct State {
     threads: usize,
     /// Lanes waiting for a job.
     idle: usize,
+    /// Wake-ups sent to idle lanes and not yet taken: an idle lane already woken for one
+    /// job is not there for the next.
+    woken: usize,
     /// Lanes whose job was given up and has not returned.
     stuck: usize,
 }
@@ -117,7 +120,8 @@ impl Lanes {
         if state.queue.is_empty() {
             return;
         }
-        if state.idle > 0 {
+        if state.idle > state.woken {
+            state.woken += 1;
             drop(state);
             self.ready.notify_one();
             return;
@@ -148,6 +152,8 @@ impl Lanes {
                     .unwrap_or_else(|e| e.into_inner());
                 state = next;
                 state.idle -= 1;
+                // Whichever lane wakes takes the next job, woken for it or not.
+                state.woken = state.woken.saturating_sub(1);
                 if timeout.timed_out() && state.queue.is_empty() {
                     state.threads -= 1;
                     return;
@@ -215,6 +221,35 @@ mod tests {
         }
         assert_eq!(most.load(Ordering::SeqCst), 2);
         assert_eq!(lock(&names).len(), 2);
+        assert_eq!(lanes.threads(), (2, 0));
+    }
+
+    /// A burst of jobs on one idle lane of two: the idle lane is woken for the first job
+    /// and a second lane starts for the next, so two run at once (each job waits for the
+    /// other: with one lane they would never finish).
+    #[test]
+    fn a_burst_on_one_idle_lane_starts_the_second() {
+        let lanes = Lanes::new(2);
+        let (tx, rx) = mpsc::channel();
+        lanes.submit(move || tx.send(()).unwrap());
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let start = Instant::now();
+        while lanes.threads() != (1, 0) || lock(&lanes.state).idle != 1 {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let both = Arc::new(std::sync::Barrier::new(2));
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..2 {
+            let (both, tx) = (Arc::clone(&both), tx.clone());
+            lanes.submit(move || {
+                both.wait();
+                tx.send(()).unwrap();
+            });
+        }
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
         assert_eq!(lanes.threads(), (2, 0));
     }
 
