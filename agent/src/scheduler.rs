@@ -699,9 +699,12 @@ mod tests {
             let c = scheduler.collect(Duration::from_secs(5)).await;
             assert!(c.outcomes.iter().all(|o| o.success));
         }
+        // One more than the lanes at most: a lane preempted for 20 ms in the middle of a job
+        // on a loaded machine has its job given up and a lane started in its place. One
+        // thread per source would be eight.
         let used = lock(&threads).len();
         assert!(
-            (1..=collect_width()).contains(&used),
+            (1..=collect_width() + 1).contains(&used),
             "{used} threads for {} lanes",
             collect_width()
         );
