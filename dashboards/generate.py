@@ -338,8 +338,9 @@ def node():
                desc="4 ACTIVE is healthy; a port flapping between DOWN and ACTIVE shows as stripes.")
     d.timeline("Physical state", [t(rail_port(sel("railscope_ib_port_phys_state")), PORT)], PHYS_STATE,
                desc="5 LinkUp is healthy; Polling means no peer, LinkErrorRecovery a link retraining.")
-    d.ts("Active rate", [t(rail_port(sel("railscope_ib_port_rate_bytes_per_second")), PORT)], "Bps", w=8,
-         desc="Active rate of all lanes. A port below its siblings trained down (400 Gb/s port at 200 Gb/s).")
+    d.ts("Active rate", [t(rail_port("8 * " + sel("railscope_ib_port_rate_bytes_per_second")), PORT)], "bps", w=8,
+         desc="Active rate of all lanes in bits per second, as ibstat prints it (Rate: 400). "
+              "A port below its siblings trained down (400 Gb/s port at 200 Gb/s).")
     d.ts("Link width", [t(rail_port(sel("railscope_ib_port_link_width_lanes")), PORT)], "short", w=8,
          desc="Active lanes: 2X instead of 4X is a lost lane (cable, connector).")
     d.ts("MTU: RDMA active vs netdev", [
