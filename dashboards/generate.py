@@ -20,6 +20,10 @@ from pathlib import Path
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 S = 'job=~"$job", instance=~"$instance"'
+
+# Alert levels drawn on the panels, the values of alerts/railscope.rules.yml (a test checks
+# them against the rules).
+PFC_STORM_FRACTION = 0.2  # RailscopePFCPauseStorm
 RAIL_NE = 'rail!~"$rail"'
 RAIL_EQ = 'rail=~"$rail"'
 GPU_RAIL_NE = 'gpu!="", rail!~"$rail"'
@@ -132,10 +136,16 @@ class Dash:
             self.panels.append(panel)
         return panel
 
-    def ts(self, title, targets, unit=None, w=12, h=8, desc="", stack=False, defaults=None):
+    def ts(self, title, targets, unit=None, w=12, h=8, desc="", stack=False, defaults=None,
+           alert_at=None):
+        """A time series panel; `alert_at` draws a dashed red line where an alert fires."""
         d = {"custom": {"fillOpacity": 10, "showPoints": "never", "lineWidth": 1}}
         if stack:
             d["custom"]["stacking"] = {"mode": "normal", "group": "A"}
+        if alert_at is not None:
+            d["custom"]["thresholdsStyle"] = {"mode": "dashed"}
+            d["thresholds"] = {"mode": "absolute", "steps": [
+                {"color": "transparent", "value": None}, {"color": "red", "value": alert_at}]}
         d.update(defaults or {})
         opts = {
             "legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull", "max"],
@@ -403,7 +413,8 @@ def node():
     d.ts("PFC pause fraction", [
         t(rate("railscope_pfc_pause_duration_seconds_total"), "{{netdev}} prio {{priority}} {{direction}}")],
         "percentunit", desc="rate(railscope_pfc_pause_duration_seconds_total): the fraction of time a priority was paused. "
-                            "A pause storm eats the link while every drop counter reads zero.")
+                            "A pause storm eats the link while every drop counter reads zero. The dashed line is "
+                            "where RailscopePFCPauseStorm fires.", alert_at=PFC_STORM_FRACTION)
     d.ts("PFC pause frames", [
         t(rate("railscope_pfc_pause_frames_total"), "{{netdev}} prio {{priority}} {{direction}}")], "pps")
     d.ts("Pause storm events", [
@@ -713,6 +724,22 @@ def fleet():
         matrix=("instance", "rail"), thresholds=steps((1, "orange"), (100, "red")),
         desc="Symbol errors + receive errors + link error recovery + link downed + transmit discards. "
              "A column lit across many nodes is a leaf switch; a single cell is a cable or port.")
+
+    d.table("Priorities paused the most (top 20)", [
+        t("topk(20, max by (instance, netdev, priority, direction) ("
+          + rate("railscope_pfc_pause_duration_seconds_total", rng="5m") + "))", instant=True)],
+        unit="percentunit", w=12, hide=("Time",), links=NODE_LINK, sort=("Value", True),
+        thresholds=steps((PFC_STORM_FRACTION / 2, "orange"), (PFC_STORM_FRACTION, "red")),
+        desc="Fraction of time each priority was paused over 5 minutes, across the chosen nodes: "
+             "red is where RailscopePFCPauseStorm fires. direction rx: pauses received (this NIC's "
+             "transmit is held back); tx: pauses sent (this NIC cannot drain).")
+    d.table("Ports with the most link errors in the time range (top 20)", [
+        t(f"topk(20, sum by (instance, device, port) ({rail_port(errors)}))", instant=True)],
+        w=12, hide=("Time",), links=NODE_LINK, sort=("Value", True),
+        thresholds=steps((1, "orange"), (100, "red")),
+        desc="The noisiest ports of the chosen nodes and rails (ports without a rail stay): symbol "
+             "errors + receive errors + link error recovery + link downed + transmit discards. Scales "
+             "to any number of nodes, unlike the node × rail table.")
 
     # Peers
     d.new_row("Off their peers")

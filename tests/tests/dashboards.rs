@@ -498,3 +498,40 @@ fn every_query_parses() {
         "{text}"
     );
 }
+
+/// The alert levels drawn on the panels are the rules' own: `PFC_STORM_FRACTION` in
+/// generate.py is the threshold of RailscopePFCPauseStorm, and a panel draws it.
+#[test]
+fn alert_levels_on_panels_are_the_rules() {
+    let generate = std::fs::read_to_string(workspace().join("dashboards/generate.py")).unwrap();
+    let fraction = generate
+        .lines()
+        .find_map(|l| l.strip_prefix("PFC_STORM_FRACTION = "))
+        .and_then(|v| v.split_whitespace().next())
+        .expect("generate.py sets PFC_STORM_FRACTION");
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let storm = rules
+        .split("- alert: RailscopePFCPauseStorm")
+        .nth(1)
+        .unwrap()
+        .split("- alert: ")
+        .next()
+        .unwrap();
+    assert!(
+        storm.contains(&format!(
+            "(rate(railscope_pfc_pause_duration_seconds_total[5m])) > {fraction}"
+        )),
+        "RailscopePFCPauseStorm does not fire at {fraction}:\n{storm}"
+    );
+    let node = std::fs::read_to_string(workspace().join("dashboards/railscope-node.json")).unwrap();
+    let node: serde_json::Value = serde_json::from_str(&node).unwrap();
+    let drawn = node["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| std::iter::once(p).chain(p["panels"].as_array().into_iter().flatten()))
+        .find(|p| p["title"] == "PFC pause fraction")
+        .map(|p| p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"].clone())
+        .expect("the node dashboard has a PFC pause fraction panel");
+    assert_eq!(drawn.as_f64(), fraction.parse::<f64>().ok());
+}
