@@ -132,3 +132,65 @@ fn the_readme_alert_table_matches_the_rules() {
         );
     }
 }
+
+/// Every runbook entry is Meaning / Impact / Diagnosis / Mitigation, in that order, and its
+/// diagnosis names at least one command; the XID table has a row for each XID the rules
+/// name, and names the alert the rules raise for it.
+#[test]
+fn runbook_entries_have_the_four_sections_and_the_xid_table_its_codes() {
+    let runbook = std::fs::read_to_string(workspace().join("alerts/RUNBOOK.md")).unwrap();
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let mut entries = 0;
+    for entry in runbook.split("\n### ").skip(1) {
+        let name = entry.lines().next().unwrap();
+        let body = entry.split("\n## ").next().unwrap();
+        let at = |part: &str| {
+            body.find(&format!("**{part}.**"))
+                .unwrap_or_else(|| panic!("{name} has no {part} section"))
+        };
+        let (m, i, d, g) = (
+            at("Meaning"),
+            at("Impact"),
+            at("Diagnosis"),
+            at("Mitigation"),
+        );
+        assert!(m < i && i < d && d < g, "{name}: sections out of order");
+        assert!(
+            body[d..g].contains('`'),
+            "{name}: the diagnosis names no command"
+        );
+        entries += 1;
+    }
+    assert_eq!(entries, rules.matches("- alert: ").count());
+    let table = runbook
+        .split("## XID table")
+        .nth(1)
+        .expect("RUNBOOK has an XID table");
+    for code in [
+        13, 31, 43, 45, 46, 48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 154,
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {code} |")))
+            .unwrap_or_else(|| panic!("no XID table row for {code}"));
+        // The alert the row names is the one whose xid regex holds the code.
+        for alert in [
+            "RailscopeGPUXidHardware",
+            "RailscopeGPUXidWarning",
+            "RailscopeGPUXidApplication",
+        ] {
+            let block = rules.split(&format!("- alert: {alert}\n")).nth(1).unwrap();
+            let regex = block
+                .split("xid=~\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap();
+            let raised = regex.split('|').any(|c| c == code.to_string());
+            assert_eq!(
+                row.contains(alert),
+                raised,
+                "XID {code}: the table and the rules disagree on {alert}: {row}"
+            );
+        }
+    }
+}

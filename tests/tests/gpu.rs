@@ -561,6 +561,44 @@ fn pcie_byte_counters_are_exported_over_their_wraps() {
     );
 }
 
+/// The driver's recovery action (field 230) is exported every scrape: one series per action,
+/// 1 for the one it asks for; a GPU whose driver does not say has none.
+#[test]
+fn the_drivers_recovery_action_is_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, mut f) = live_fixture(dir.path(), "h100-sxm-8gpu.json");
+    f.gpus[2].fields.push(counter_field(230, 0));
+    f.gpus[3].fields.push(counter_field(230, 1));
+    f.gpus[4].fields.push(counter_field(230, 9));
+    f.save(&live).unwrap();
+    let agent = GpuAgent::start(&live, &[]);
+    let (text, _) = agent.scrape("5");
+    promtool_check_metrics(&text);
+    let s = parse_samples(&text);
+    let action = |gpu: &str, action: &str| {
+        value(
+            &s,
+            "railscope_gpu_recovery_action",
+            &[("gpu", gpu), ("action", action)],
+        )
+    };
+    assert_eq!(action("2", "none"), 1.0);
+    assert_eq!(action("2", "gpu_reset"), 0.0);
+    assert_eq!(action("3", "none"), 0.0);
+    assert_eq!(action("3", "gpu_reset"), 1.0);
+    assert_eq!(action("3", "node_reboot"), 0.0);
+    assert_eq!(
+        action("4", "unknown_9"),
+        1.0,
+        "a newer driver's value is shown"
+    );
+    assert_eq!(
+        find(&s, "railscope_gpu_recovery_action", &[("gpu", "3")]).len(),
+        5
+    );
+    assert!(find(&s, "railscope_gpu_recovery_action", &[("gpu", "0")]).is_empty());
+}
+
 #[test]
 fn pcie_throughput_is_sampled_on_its_own_cadence() {
     let dir = tempfile::tempdir().unwrap();

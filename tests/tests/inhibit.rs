@@ -39,7 +39,7 @@ fn the_example_config_is_valid() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("7 inhibit rules"), "{text}");
+    assert!(text.contains("8 inhibit rules"), "{text}");
 }
 
 /// Sends one firing alert with these labels.
@@ -141,6 +141,9 @@ fn one_fault_is_one_notification() {
         ("RailscopeGPUXidHardware", "critical", "4"),
         ("RailscopeNVLinkInactive", "warning", "4"),
         ("RailscopeGPUXidHardware", "critical", "5"),
+        // GPU 6: the driver asks for a reset after its XID 95: the reset is the page.
+        ("RailscopeGPURecoveryActionRequired", "critical", "6"),
+        ("RailscopeGPUXidHardware", "critical", "6"),
     ] {
         fire(
             &amtool,
@@ -174,6 +177,7 @@ fn one_fault_is_one_notification() {
         ("RailscopeRoCEMTUBelow4096", "n2", "mlx5_2"),
         ("RailscopeGPULost", "n3", "4"),
         ("RailscopeGPUXidHardware", "n3", "5"),
+        ("RailscopeGPURecoveryActionRequired", "n3", "6"),
         ("RailscopeAgentDown", "n4", ""),
     ]
     .iter()

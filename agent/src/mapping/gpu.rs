@@ -174,7 +174,17 @@ fn usage_families(gpus: &[Gpu]) -> Vec<Family> {
     ]
 }
 
-/// The health of device memory: ECC errors, remapped rows and retired pages.
+/// `nvmlDeviceGpuRecoveryAction_t`, by value.
+const RECOVERY_ACTIONS: [&str; 5] = [
+    "none",
+    "gpu_reset",
+    "node_reboot",
+    "drain_p2p",
+    "drain_and_reset",
+];
+
+/// The health of device memory: ECC errors, remapped rows and retired pages, and the
+/// recovery action the driver asks for.
 fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
     let mut ecc = Family::counter(
         "railscope_gpu_ecc_errors",
@@ -196,6 +206,10 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
         "railscope_gpu_retired_pages",
         "Retired framebuffer pages by cause (single_bit_ecc, double_bit_ecc).",
     );
+    let mut recovery = Family::gauge(
+        "railscope_gpu_recovery_action",
+        "1 for the recovery action the driver asks for after an error (none, gpu_reset, node_reboot, drain_p2p, drain_and_reset); it holds until the action is done.",
+    );
     for gpu in gpus {
         for (kind, scope, n) in &gpu.ecc {
             ecc.push(
@@ -216,8 +230,30 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
         for (cause, n) in &gpu.retired_pages {
             retired.push(gpu_labels_with(gpu, "cause", cause), *n);
         }
+        if let Some(action) = gpu.recovery_action {
+            let known = usize::try_from(action)
+                .ok()
+                .filter(|a| *a < RECOVERY_ACTIONS.len());
+            for (i, name) in RECOVERY_ACTIONS.iter().enumerate() {
+                recovery.push(gpu_labels_with(gpu, "action", name), known == Some(i));
+            }
+            if known.is_none() {
+                // A value of a newer driver: shown, not lost.
+                recovery.push(
+                    gpu_labels_and(gpu, "action", Label::Owned(format!("unknown_{action}"))),
+                    true,
+                );
+            }
+        }
     }
-    vec![ecc, remapped, remap_pending, remap_failure, retired]
+    vec![
+        ecc,
+        remapped,
+        remap_pending,
+        remap_failure,
+        retired,
+        recovery,
+    ]
 }
 
 /// The GPU's PCIe link as NVML sees it: generation, width, replays, and traffic (byte

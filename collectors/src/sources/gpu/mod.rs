@@ -457,6 +457,10 @@ fn xid_listener(nvml: &'static Nvml, index: u32, xids: &Xids) {
     }
 }
 
+/// `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION` (`nvml.h`; the same id in the v12 and v13
+/// numberings). A real H200 on driver 580 answers it (0, none).
+const FI_GPU_RECOVERY_ACTION: u32 = 230;
+
 /// NVML field ids read per link (`nvml.h`).
 const FI_NVLINK_LINK_COUNT: u32 = 91;
 const FI_NVLINK_THROUGHPUT_DATA_TX: u32 = 138;
@@ -557,6 +561,7 @@ pub(crate) fn read_gpu(
     read_memory_errors(&device, &mut calls, &mut gpu);
     let rows = raw::remapped_rows(nvml, &device);
     gpu.remapped_rows = calls.code("nvmlDeviceGetRemappedRows", rows);
+    gpu.recovery_action = read_recovery_action(nvml, &device, &mut calls);
     let link = (
         calls.ok(
             "nvmlDeviceGetCurrPcieLinkGeneration",
@@ -680,6 +685,24 @@ fn read_memory_errors(device: &nvml_wrapper::Device<'_>, calls: &mut Calls, gpu:
             gpu.retired_pages.push((cause, pages.len() as u64));
         }
     }
+}
+
+/// The driver's recovery action for `device`, read every scrape: it is what tells on-call
+/// to reset the GPU or reboot the node after an XID, and it holds until that is done.
+fn read_recovery_action(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    calls: &mut Calls,
+) -> Option<u32> {
+    let values = calls.code(
+        "nvmlDeviceGetFieldValues",
+        raw::field_values(nvml, device, &[(FI_GPU_RECOVERY_ACTION, 0)]),
+    )?;
+    let value = calls.code(
+        "nvmlDeviceGetFieldValues(GPU_RECOVERY_ACTION)",
+        values.into_iter().next()?,
+    )?;
+    (value >= 0.0 && value <= f64::from(u32::MAX)).then_some(value as u32)
 }
 
 /// Every NVLink of `device` that NVML knows: `links` of them (field 91, kept static).

@@ -112,6 +112,11 @@ pub struct Gpu {
     pub ecc: Vec<(&'static str, &'static str, u64)>,
     /// Remapped rows: correctable, uncorrectable, pending, failure.
     pub remapped_rows: Option<(u32, u32, bool, bool)>,
+    /// What the driver says must be done to recover the GPU after an error
+    /// (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, `nvmlDeviceGpuRecoveryAction_t`: 0 none,
+    /// 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset); `None` where the driver
+    /// does not say (before r550).
+    pub recovery_action: Option<u32>,
     /// Retired pages by cause (`single_bit_ecc`, `double_bit_ecc`).
     pub retired_pages: Vec<(&'static str, u64)>,
     /// PCIe generation and width: (current gen, max gen, current width, max width); the
