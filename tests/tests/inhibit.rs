@@ -39,7 +39,7 @@ fn the_example_config_is_valid() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("8 inhibit rules"), "{text}");
+    assert!(text.contains("9 inhibit rules"), "{text}");
 }
 
 /// Sends one firing alert with these labels.
@@ -157,6 +157,24 @@ fn one_fault_is_one_notification() {
             ],
         );
     }
+    // n5 GPU 0 at x8: sysfs and NVML both see it; one page.
+    for name in [
+        "RailscopePCIeWidthDegraded",
+        "RailscopeGPUPCIeWidthDegraded",
+    ] {
+        fire(
+            &amtool,
+            &url,
+            &[
+                ("alertname", name),
+                ("severity", "critical"),
+                ("instance", "n5"),
+                ("gpu", "0"),
+                ("pci_address", "0000:1b:00.0"),
+                ("job", "railscope"),
+            ],
+        );
+    }
     // n4: the agent is down; the alerts its stale series raised are hidden.
     fire(
         &amtool,
@@ -179,6 +197,7 @@ fn one_fault_is_one_notification() {
         ("RailscopeGPUXidHardware", "n3", "5"),
         ("RailscopeGPURecoveryActionRequired", "n3", "6"),
         ("RailscopeAgentDown", "n4", ""),
+        ("RailscopePCIeWidthDegraded", "n5", "0"),
     ]
     .iter()
     .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
