@@ -92,6 +92,10 @@ if not failed:
     bad["spec"]["groups"][0]["interval"] = "1 minute"
     if not errors("PrometheusRule", bad):
         failed.append("the PrometheusRule schema accepts a malformed duration")
+    bad = copy.deepcopy(found["ServiceMonitor"])
+    bad["spec"]["serviceDiscoveryRole"] = "EndpointSlices"
+    if not errors("ServiceMonitor", bad):
+        failed.append("the ServiceMonitor schema accepts an unknown serviceDiscoveryRole")
 
 yaml.safe_dump_all(core, open(core_out, "w"), sort_keys=False)
 print(json.dumps({"core": sorted(d["kind"] for d in core),
@@ -157,28 +161,28 @@ fn tool(venv: &Path, name: &str) -> Command {
     cmd
 }
 
-#[test]
-fn kubernetes_base_validates_and_passes_checkov() {
-    let Some(venv) = venv() else { return };
-    let base = workspace().join("packaging/kubernetes");
-    let dir = tempfile::tempdir().unwrap();
-    let rendered = dir.path().join("railscope.yaml");
-    let core = dir.path().join("core.yaml");
+/// Renders the kustomization in `dir` into `out` (`railscope.yaml` and `core.yaml`), checks
+/// the custom resources against the schemas and the core objects, strictly, against the
+/// Kubernetes schemas, and returns the rendered path.
+fn render_and_validate(venv: &Path, kustomization: &Path, out: &Path) -> PathBuf {
+    let schemas = workspace().join("packaging/kubernetes/schemas");
+    let rendered = out.join("railscope.yaml");
+    let core = out.join("core.yaml");
     std::fs::write(
         &rendered,
-        run_ok(Command::new("kubectl").arg("kustomize").arg(&base)),
+        run_ok(Command::new("kubectl").arg("kustomize").arg(kustomization)),
     )
     .unwrap();
 
     // The custom resources against their schemas; the core objects split off.
     let summary: serde_json::Value = serde_json::from_str(&run_ok(
-        tool(&venv, "python")
+        tool(venv, "python")
             .arg("-c")
             .arg(SPLIT_AND_VALIDATE)
             .arg(&rendered)
             .arg(&core)
-            .arg(base.join("schemas/servicemonitor.json"))
-            .arg(base.join("schemas/prometheusrule.json")),
+            .arg(schemas.join("servicemonitor.json"))
+            .arg(schemas.join("prometheusrule.json")),
     ))
     .unwrap();
     assert_eq!(
@@ -192,7 +196,7 @@ fn kubernetes_base_validates_and_passes_checkov() {
     assert!(summary["rules"].as_u64().unwrap() > 0, "{summary}");
 
     // The core objects, strictly, against the Kubernetes schemas.
-    let out = run(tool(&venv, "kubernetes-validate")
+    let out = run(tool(venv, "kubernetes-validate")
         .arg("--strict")
         .arg("--kubernetes-version")
         .arg(K8S_VERSION)
@@ -214,6 +218,57 @@ fn kubernetes_base_validates_and_passes_checkov() {
         !said.contains("WARN"),
         "kubernetes-validate warned:\n{said}"
     );
+    rendered
+}
+
+/// The worked overlay renders, validates, and sets what its comments say.
+#[test]
+fn the_gpu_cluster_overlay_validates_and_sets_what_it_says() {
+    let Some(venv) = venv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = render_and_validate(
+        &venv,
+        &workspace().join("packaging/overlays/gpu-cluster"),
+        dir.path(),
+    );
+    let docs = run_ok(
+        tool(&venv, "python")
+            .arg("-c")
+            .arg("import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d]))")
+            .arg(&rendered),
+    );
+    let docs: Vec<serde_json::Value> = serde_json::from_str(&docs).unwrap();
+    let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap().clone();
+    assert!(
+        docs.iter()
+            .all(|d| d["metadata"]["namespace"] == "monitoring")
+    );
+    let pod = &kind("DaemonSet")["spec"]["template"]["spec"];
+    assert_eq!(pod["runtimeClassName"], "nvidia");
+    assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.present"], "true");
+    assert_eq!(
+        pod["containers"][0]["image"],
+        "registry.example.invalid/railscope:0.1.0"
+    );
+    let monitor = kind("ServiceMonitor");
+    assert_eq!(monitor["spec"]["serviceDiscoveryRole"], "EndpointSlice");
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    assert_eq!(
+        kind("PrometheusRule")["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+}
+
+#[test]
+fn kubernetes_base_validates_and_passes_checkov() {
+    let Some(venv) = venv() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let rendered =
+        render_and_validate(&venv, &workspace().join("packaging/kubernetes"), dir.path());
+    let core = dir.path().join("core.yaml");
 
     // ... and it does reject an unknown field (strict mode is on).
     let broken = dir.path().join("broken.yaml");
