@@ -580,3 +580,15 @@ pub fn require(name: &str, package: &str) -> String {
 pub fn tool(name: &str) -> String {
     require(name, "prometheus or prometheus-alertmanager")
 }
+
+/// Runs `cmd` and returns its output, panicking with the output when it fails.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

@@ -9,23 +9,12 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{binary, fixtures, free_port, get, require};
+use railscope_tests::{binary, fixtures, free_port, get, require, run_ok};
 
 const TREE: &str = "h100-cx7-ndr-ib";
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// A CA and certificates it signed, made with the openssl CLI (P-256 keys).
 struct Pki {
