@@ -14,8 +14,8 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 /// How long an idle lane waits for a job before it ends.
 const IDLE: Duration = Duration::from_secs(120);
@@ -54,23 +54,38 @@ const RUNNING: u8 = 1;
 const DONE: u8 = 2;
 const GIVEN_UP: u8 = 3;
 
-/// One job's standing: queued, running, done or given up.
+/// One job's standing (queued, running, done or given up) and when it started to run.
 #[derive(Clone)]
-pub(crate) struct Ticket(Arc<AtomicU8>);
+pub(crate) struct Ticket(Arc<Standing>);
+
+struct Standing {
+    state: AtomicU8,
+    started: OnceLock<Instant>,
+}
 
 impl Ticket {
     fn queued() -> Self {
-        Ticket(Arc::new(AtomicU8::new(QUEUED)))
+        Ticket(Arc::new(Standing {
+            state: AtomicU8::new(QUEUED),
+            started: OnceLock::new(),
+        }))
     }
 
-    /// Whether its job is running and counts toward the width.
-    pub(crate) fn running(&self) -> bool {
-        self.0.load(Ordering::Acquire) == RUNNING
+    fn state(&self) -> &AtomicU8 {
+        &self.0.state
+    }
+
+    /// How long its job has been running, while it runs and counts toward the width.
+    pub(crate) fn running_for(&self) -> Option<Duration> {
+        if self.state().load(Ordering::Acquire) != RUNNING {
+            return None;
+        }
+        self.0.started.get().map(Instant::elapsed)
     }
 
     /// Whether its job was given up while running.
     pub(crate) fn given_up(&self) -> bool {
-        self.0.load(Ordering::Acquire) == GIVEN_UP
+        self.state().load(Ordering::Acquire) == GIVEN_UP
     }
 }
 
@@ -97,7 +112,7 @@ impl Lanes {
     /// width. A job still queued stays queued (its caller decides what running late means).
     pub(crate) fn give_up(self: &Arc<Self>, ticket: &Ticket) {
         if ticket
-            .0
+            .state()
             .compare_exchange(RUNNING, GIVEN_UP, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
@@ -161,11 +176,12 @@ impl Lanes {
                 continue;
             };
             drop(state);
-            ticket.0.store(RUNNING, Ordering::Release);
+            let _ = ticket.0.started.set(Instant::now());
+            ticket.state().store(RUNNING, Ordering::Release);
             // A job catches its own panics; one that escapes ends only this job.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             let given_up = ticket
-                .0
+                .state()
                 .compare_exchange(RUNNING, DONE, Ordering::AcqRel, Ordering::Acquire)
                 .is_err();
             state = lock(&self.state);

@@ -35,7 +35,7 @@ use railscope_collectors::{
 pub use crate::collection::{Collection, SourceOutcome, Totals};
 use crate::lanes::{Lanes, Ticket};
 
-/// How long a source may run before it gives its collection lane up (seen to within 10 ms).
+/// How long a source may run before it gives its collection lane up (looked at every 10 ms).
 const SLOW: Duration = Duration::from_millis(20);
 
 /// How long past its deadline a scrape waits for the sources to hand over what they have.
@@ -317,7 +317,6 @@ impl Scheduler {
         deadline: &Deadline,
     ) -> Ran {
         let lost = || Ran::Returned(None, Duration::ZERO);
-        let mut running_since = None;
         loop {
             // Look again at least every 10 ms: a joining scrape may bring the deadline
             // forward, and a job may have become slow.
@@ -328,12 +327,8 @@ impl Scheduler {
                 () = tokio::time::sleep_until(tokio::time::Instant::from_std(until)) => {}
             }
             let now = Instant::now();
-            let since = if ticket.running() {
-                *running_since.get_or_insert(now)
-            } else {
-                now
-            };
-            if now >= deadline.at() + JOIN_GRACE || now.duration_since(since) >= SLOW {
+            let slow = ticket.running_for().is_some_and(|t| t >= SLOW);
+            if now >= deadline.at() + JOIN_GRACE || slow {
                 self.lanes.give_up(ticket);
                 if ticket.given_up() || now >= deadline.at() + JOIN_GRACE {
                     return rx.await.unwrap_or_else(|_| lost());
