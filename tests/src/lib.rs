@@ -103,6 +103,20 @@ pub fn prometheus_command(config: &Path, dir: &Path, port: u16) -> Command {
     cmd
 }
 
+/// A `prometheus-alertmanager` command (Debian package `prometheus-alertmanager`) that reads
+/// `config`, keeps its state in `dir/am`, serves on `127.0.0.1:port` and forms no cluster,
+/// its output discarded.
+pub fn alertmanager_command(config: &Path, dir: &Path, port: u16) -> Command {
+    let mut cmd = Command::new("prometheus-alertmanager");
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.path={}", dir.join("am").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--cluster.listen-address=")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
 /// Percent-encodes `text` for a URL query value.
 pub fn percent_encode(text: &str) -> String {
     text.bytes()

@@ -213,7 +213,7 @@ fn wait_http_at(host: &str, port: u16, path: &str) {
 #[test]
 fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     tool("prometheus");
-    let alertmanager = tool("prometheus-alertmanager");
+    tool("prometheus-alertmanager");
     let dir = tempfile::tempdir().unwrap();
     let mut procs = Procs(Vec::new());
     let lib = nvidia_ml_fake::library_path().unwrap();
@@ -355,16 +355,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     )
     .unwrap();
     procs.0.push(
-        Command::new(&alertmanager)
-            .arg(format!("--config.file={}", am_config.display()))
-            .arg(format!(
-                "--storage.path={}",
-                dir.path().join("am").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{am_port}"))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        railscope_tests::alertmanager_command(&am_config, dir.path(), am_port)
             .spawn()
             .unwrap(),
     );

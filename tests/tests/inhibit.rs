@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -61,7 +61,7 @@ fn fire(amtool: &str, url: &str, labels: &[(&str, &str)]) {
 #[test]
 fn one_fault_is_one_notification() {
     let amtool = tool("amtool");
-    let alertmanager = tool("prometheus-alertmanager");
+    tool("prometheus-alertmanager");
     let dir = tempfile::tempdir().unwrap();
     let received = Arc::new(Mutex::new(Vec::new()));
     let hook = webhook(Arc::clone(&received));
@@ -78,16 +78,7 @@ fn one_fault_is_one_notification() {
     .unwrap();
     let port = free_port();
     let _am = Killed(
-        Command::new(&alertmanager)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.path={}",
-                dir.path().join("am").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        railscope_tests::alertmanager_command(&config, dir.path(), port)
             .spawn()
             .unwrap(),
     );
