@@ -606,3 +606,51 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
     );
     out
 }
+
+/// YAML (one or more documents) as JSON, through PyYAML (Debian: python3-yaml).
+pub fn yaml_to_json(yaml: &str) -> serde_json::Value {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump(list(yaml.safe_load_all(sys.stdin)), sys.stdout)",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run python3 ({e}); install python3 and python3-yaml"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(yaml.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "python3 with PyYAML failed (install python3-yaml):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The rules of a rule file (every group's, in order), parsed.
+pub fn rules_of(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let doc = yaml_to_json(&text);
+    doc[0]["groups"]
+        .as_array()
+        .expect("a rule file has groups")
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap().clone())
+        .collect()
+}
+
+/// The alerts of alerts/railscope.rules.yml, parsed, in file order.
+pub fn shipped_alerts() -> Vec<serde_json::Value> {
+    rules_of(&workspace().join("alerts/railscope.rules.yml"))
+        .into_iter()
+        .filter(|r| r.get("alert").is_some())
+        .collect()
+}

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use railscope_tests::workspace;
+use railscope_tests::{shipped_alerts, workspace};
 
 fn promtool(args: &[&str]) -> String {
     let out = Command::new("promtool")
@@ -46,9 +46,19 @@ fn rules_are_valid_and_their_unit_tests_pass() {
     assert_eq!(out.matches("SUCCESS").count(), tests.len(), "{out}");
 }
 
+/// The base of every runbook link in the shipped rules: config.libsonnet's runbookURLPattern
+/// up to its `%s`.
+fn runbook_base() -> String {
+    let config = std::fs::read_to_string(workspace().join("mixin/config.libsonnet")).unwrap();
+    let pattern = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("runbookURLPattern: '"))
+        .expect("config.libsonnet sets runbookURLPattern");
+    pattern.split("%s").next().unwrap().to_owned()
+}
+
 #[test]
 fn every_alert_has_severity_summary_and_runbook() {
-    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
     let runbook = std::fs::read_to_string(workspace().join("alerts/RUNBOOK.md")).unwrap();
     let tests: String = std::fs::read_dir(workspace().join("alerts/tests"))
         .unwrap()
@@ -56,21 +66,33 @@ fn every_alert_has_severity_summary_and_runbook() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".test.yml"))
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .collect();
+    let base = runbook_base();
+    assert!(
+        base.starts_with("https://") && base.contains("/RUNBOOK.md#"),
+        "runbookURLPattern is not an absolute link into RUNBOOK.md: {base}"
+    );
     let mut alerts = 0;
-    for block in rules.split("- alert: ").skip(1) {
-        let name = block.lines().next().unwrap().trim();
-        let body = block.split("\n      - ").next().unwrap();
-        assert!(body.contains("severity: "), "{name} has no severity");
+    for rule in shipped_alerts() {
+        let name = rule["alert"].as_str().unwrap();
+        let severity = rule["labels"]["severity"].as_str().unwrap_or_default();
+        assert!(
+            ["critical", "warning", "info"].contains(&severity),
+            "{name} has severity {severity:?}"
+        );
+        let summary = rule["annotations"]["summary"].as_str().unwrap_or_default();
         assert!(
             // Fleet-wide alerts (one rail across all nodes) name the rail instead.
-            body.contains("summary: \"{{ $labels.instance }}")
-                || body.contains("summary: \"Rail {{ $labels.rail }}"),
-            "{name}'s summary does not start with the node"
+            summary.starts_with("{{ $labels.instance }}")
+                || summary.starts_with("Rail {{ $labels.rail }}"),
+            "{name}'s summary does not start with the node: {summary}"
         );
-        let anchor = format!("alerts/RUNBOOK.md#{}", name.to_lowercase());
-        assert!(
-            body.contains(&format!("runbook_url: \"{anchor}\"")),
-            "{name} links no runbook entry {anchor}"
+        // Absolute, from the configured base, and the anchor of the alert's RUNBOOK heading.
+        assert_eq!(
+            rule["annotations"]["runbook_url"]
+                .as_str()
+                .unwrap_or_default(),
+            format!("{base}{}", name.to_lowercase()),
+            "{name}'s runbook_url"
         );
         assert!(
             runbook.contains(&format!("### {name}\n")),
@@ -91,21 +113,14 @@ fn every_alert_has_severity_summary_and_runbook() {
 /// severity, and says when it fires in words (no annotation templates).
 #[test]
 fn the_readme_alert_table_matches_the_rules() {
-    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
     let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let from_rules: Vec<(String, String)> = rules
-        .split("- alert: ")
-        .skip(1)
-        .map(|block| {
-            let name = block.lines().next().unwrap().trim().to_owned();
-            let body = block.split("\n      - ").next().unwrap();
-            let severity = body
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("severity: "))
-                .unwrap()
-                .trim()
-                .to_owned();
-            (name, severity)
+    let from_rules: Vec<(String, String)> = shipped_alerts()
+        .iter()
+        .map(|r| {
+            (
+                r["alert"].as_str().unwrap().to_owned(),
+                r["labels"]["severity"].as_str().unwrap().to_owned(),
+            )
         })
         .collect();
     let table = readme
@@ -139,7 +154,7 @@ fn the_readme_alert_table_matches_the_rules() {
 #[test]
 fn runbook_entries_have_the_four_sections_and_the_xid_table_its_codes() {
     let runbook = std::fs::read_to_string(workspace().join("alerts/RUNBOOK.md")).unwrap();
-    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let alerts = shipped_alerts();
     let mut entries = 0;
     for entry in runbook.split("\n### ").skip(1) {
         let name = entry.lines().next().unwrap();
@@ -161,7 +176,7 @@ fn runbook_entries_have_the_four_sections_and_the_xid_table_its_codes() {
         );
         entries += 1;
     }
-    assert_eq!(entries, rules.matches("- alert: ").count());
+    assert_eq!(entries, alerts.len());
     let table = runbook
         .split("## XID table")
         .nth(1)
@@ -179,8 +194,10 @@ fn runbook_entries_have_the_four_sections_and_the_xid_table_its_codes() {
             "RailscopeGPUXidWarning",
             "RailscopeGPUXidApplication",
         ] {
-            let block = rules.split(&format!("- alert: {alert}\n")).nth(1).unwrap();
-            let regex = block
+            let rule = alerts.iter().find(|r| r["alert"] == alert).unwrap();
+            let regex = rule["expr"]
+                .as_str()
+                .unwrap()
                 .split("xid=~\"")
                 .nth(1)
                 .and_then(|r| r.split('"').next())

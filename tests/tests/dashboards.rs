@@ -1,19 +1,22 @@
-//! The Grafana dashboards in `dashboards/`: they are what `dashboards/generate.py` writes, valid
-//! JSON with the expected uids, unique panel ids and the template variables `datasource`, `job`,
-//! `instance` and `rail`; every panel has a query, every query parses (`promtool check rules`),
-//! names only series that railscope exports (a golden file, the README), that the recording
-//! rules define, or that Prometheus makes itself, and narrows every selector to `$job` and
-//! `$instance`.
+//! The Grafana dashboards in `dashboards/`: they are what the mixin's jsonnet
+//! (`mixin/dashboards/`, parameters in `mixin/config.libsonnet`) renders, valid JSON with the
+//! expected uids, unique panel ids and the template variables `datasource`, `job`, `instance`
+//! and `rail`; every panel has a query, every query parses (`promtool check rules`), names only
+//! series that railscope exports (a golden file, the README), that the recording rules define,
+//! or that Prometheus makes itself, and narrows every selector to `$job` and `$instance`. The
+//! threshold lines are the alert levels of the rules, every runbook link names an alert with a
+//! runbook entry, and the mixin's parameters (UIDs, a cluster variable, thresholds) take effect.
 //!
-//! The JSON is flattened by a short `python3` script (python3 is always present; the crate has
-//! no JSON parser of its own), and the checks run here.
+//! The JSON is flattened by a short `python3` script (python3 is always present); the rendered
+//! JSON comes from the `jsonnet` command (Debian package `jsonnet`), parsed with serde_json.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use railscope_tests::{VOLATILE_FAMILIES, workspace};
+use railscope_tests::{VOLATILE_FAMILIES, require, workspace};
+use serde_json::Value;
 
 const DASHBOARDS: &[(&str, &str)] = &[
     ("railscope-node.json", "railscope-node"),
@@ -307,18 +310,131 @@ fn known_series() -> (BTreeSet<String>, BTreeSet<String>) {
     (exported, recorded)
 }
 
-#[test]
-fn dashboards_are_generated_from_generate_py() {
-    let out = Command::new("python3")
-        .arg(workspace().join("dashboards/generate.py"))
-        .arg("--check")
+/// The mixin's dashboards with its default parameters, as `python3 mixin/render.py` renders
+/// them.
+const DEFAULT_CONFIG: &str =
+    r#"(import "dashboards/dashboards.libsonnet")((import "config.libsonnet")._config)"#;
+
+/// Renders a jsonnet expression with `-J mixin` from the repository root and parses the JSON.
+fn render(expr: &str) -> Value {
+    let jsonnet = require("jsonnet", "jsonnet");
+    let out = Command::new(jsonnet)
+        .current_dir(workspace())
+        .args(["-J", "mixin", "-e", expr])
         .output()
-        .expect("python3");
+        .expect("jsonnet");
     assert!(
         out.status.success(),
-        "{}",
+        "jsonnet -J mixin -e '{expr}' failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    serde_json::from_slice(&out.stdout).expect("jsonnet writes JSON")
+}
+
+/// A committed dashboard, parsed.
+fn committed(file: &str) -> Value {
+    let path = workspace().join("dashboards").join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file} is not valid JSON: {e}"))
+}
+
+/// Where two JSON values differ, if they do. Numbers compare by value: jsonnet writes
+/// `0.20000000000000001` and `1` where Python writes `0.2` and may write `1.0`.
+fn difference(a: &Value, b: &Value, at: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            // Within an ulp or two: both sides come from the same double, printed with 17 or
+            // with the fewest digits, and serde_json's parsing is not always correctly rounded.
+            (x != y && (x - y).abs() > 4.0 * f64::EPSILON * x.abs().max(y.abs()))
+                .then(|| format!("{at}: {x} != {y}"))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(v), Some(w)) => difference(v, w, &format!("{at}/{k}")),
+                (Some(_), None) => Some(format!("{at}/{k}: only in the first")),
+                (None, _) => Some(format!("{at}/{k}: only in the second")),
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (v, w))| difference(v, w, &format!("{at}/{i}"))),
+        _ => (a != b).then(|| format!("{at}: {a} != {b}")),
+    }
+}
+
+/// Every panel of a dashboard, those inside collapsed rows too.
+fn all_panels(dashboard: &Value) -> Vec<&Value> {
+    fn walk<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+        for p in panels.as_array().into_iter().flatten() {
+            out.push(p);
+            walk(&p["panels"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&dashboard["panels"], &mut out);
+    out
+}
+
+/// The panel titled `title`, which must exist once.
+fn panel<'a>(dashboard: &'a Value, title: &str) -> &'a Value {
+    let found: Vec<&Value> = all_panels(dashboard)
+        .into_iter()
+        .filter(|p| p["title"] == title)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{}: panels titled {title:?}",
+        dashboard["uid"]
+    );
+    found[0]
+}
+
+/// The value of a panel's dashed threshold line (its red step).
+fn threshold_line(panel: &Value) -> f64 {
+    let defaults = &panel["fieldConfig"]["defaults"];
+    let style = defaults["custom"]["thresholdsStyle"]["mode"].as_str();
+    assert!(
+        matches!(style, Some("dashed" | "line+area" | "dashed+area")),
+        "{}: no threshold line ({style:?})",
+        panel["title"]
+    );
+    let steps = defaults["thresholds"]["steps"].as_array().unwrap();
+    let red: Vec<f64> = steps
+        .iter()
+        .filter(|s| s["color"] == "red")
+        .map(|s| s["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(red.len(), 1, "{}: {steps:?}", panel["title"]);
+    red[0]
+}
+
+#[test]
+fn dashboards_are_what_the_mixin_renders() {
+    let rendered = render(DEFAULT_CONFIG);
+    let files: BTreeSet<&str> = rendered
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        files,
+        DASHBOARDS.iter().map(|(f, _)| *f).collect(),
+        "the mixin renders other dashboards than dashboards/ holds"
+    );
+    for (file, _) in DASHBOARDS {
+        if let Some(diff) = difference(&committed(file), &rendered[*file], file) {
+            panic!(
+                "dashboards/{file} is not what mixin/dashboards renders (run python3 mixin/render.py): {diff}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -465,6 +581,7 @@ fn every_query_parses() {
             let expr = expr
                 .replace("$__rate_interval", "5m")
                 .replace("$__range", "1h")
+                .replace("$cluster", ".*")
                 .replace("$job", ".*")
                 .replace("$instance", ".*")
                 .replace("$rail", ".*");
@@ -499,39 +616,243 @@ fn every_query_parses() {
     );
 }
 
-/// The alert levels drawn on the panels are the rules' own: `PFC_STORM_FRACTION` in
-/// generate.py is the threshold of RailscopePFCPauseStorm, and a panel draws it.
-#[test]
-fn alert_levels_on_panels_are_the_rules() {
-    let generate = std::fs::read_to_string(workspace().join("dashboards/generate.py")).unwrap();
-    let fraction = generate
-        .lines()
-        .find_map(|l| l.strip_prefix("PFC_STORM_FRACTION = "))
-        .and_then(|v| v.split_whitespace().next())
-        .expect("generate.py sets PFC_STORM_FRACTION");
-    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
-    let storm = rules
-        .split("- alert: RailscopePFCPauseStorm")
+/// The block of `alert` in alerts/railscope.rules.yml, up to the next rule.
+fn alert_block<'a>(rules: &'a str, alert: &str) -> &'a str {
+    rules
+        .split(&format!("- alert: {alert}\n"))
         .nth(1)
-        .unwrap()
-        .split("- alert: ")
+        .unwrap_or_else(|| panic!("alerts/railscope.rules.yml has no alert {alert}"))
+        .split("\n      - ")
         .next()
-        .unwrap();
-    assert!(
-        storm.contains(&format!(
-            "(rate(railscope_pfc_pause_duration_seconds_total[5m])) > {fraction}"
-        )),
-        "RailscopePFCPauseStorm does not fire at {fraction}:\n{storm}"
-    );
-    let node = std::fs::read_to_string(workspace().join("dashboards/railscope-node.json")).unwrap();
-    let node: serde_json::Value = serde_json::from_str(&node).unwrap();
-    let drawn = node["panels"]
-        .as_array()
         .unwrap()
-        .iter()
-        .flat_map(|p| std::iter::once(p).chain(p["panels"].as_array().into_iter().flatten()))
-        .find(|p| p["title"] == "PFC pause fraction")
-        .map(|p| p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"].clone())
-        .expect("the node dashboard has a PFC pause fraction panel");
-    assert_eq!(drawn.as_f64(), fraction.parse::<f64>().ok());
+}
+
+/// The number at the start of `text` (up to a space, a parenthesis or the end of the line).
+fn number_at(text: &str) -> f64 {
+    let token = text.trim_start().split([' ', ')', '\n']).next().unwrap();
+    token
+        .parse()
+        .unwrap_or_else(|e| panic!("not a number: {token:?} ({e})"))
+}
+
+/// A field of the mixin's default `_config.thresholds`, rendered.
+fn config_threshold(thresholds: &Value, name: &str) -> f64 {
+    thresholds[name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("config.libsonnet has no thresholds.{name}"))
+}
+
+/// The alert levels drawn on the panels are the rules' own and the mixin's parameters: the
+/// PFC pause fraction line is where RailscopePFCPauseStorm fires, the bit error rate line is
+/// the factor of RailscopeSymbolErrorsAboveBER, the GPU temperature line is the configured one.
+#[test]
+fn threshold_lines_are_the_alert_levels() {
+    let thresholds = render(r#"(import "config.libsonnet")._config.thresholds"#);
+    let rendered = render(DEFAULT_CONFIG);
+    let node = &rendered["railscope-node.json"];
+    let fleet = &rendered["railscope-fleet.json"];
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+
+    // RailscopePFCPauseStorm: `(rate(railscope_pfc_pause_duration_seconds_total[5m])) > 0.2`.
+    let storm = alert_block(&rules, "RailscopePFCPauseStorm");
+    let fired: Vec<f64> = storm
+        .lines()
+        .filter(|l| l.contains("rate(railscope_pfc_pause_duration_seconds_total"))
+        .map(|l| {
+            number_at(
+                l.rsplit_once("[5m])) > ")
+                    .unwrap_or_else(|| panic!("RailscopePFCPauseStorm: no threshold in {l}"))
+                    .1,
+            )
+        })
+        .collect();
+    assert!(!fired.is_empty(), "RailscopePFCPauseStorm:\n{storm}");
+    let fraction = config_threshold(&thresholds, "pfcPauseFraction");
+    for level in &fired {
+        assert_eq!(
+            *level, fraction,
+            "RailscopePFCPauseStorm fires at {level}:\n{storm}"
+        );
+    }
+    assert_eq!(threshold_line(panel(node, "PFC pause fraction")), fraction);
+    // The fleet's table turns red there too.
+    let steps = &panel(fleet, "Priorities paused the most (top 20)")["fieldConfig"]["defaults"]["thresholds"]
+        ["steps"];
+    assert_eq!(
+        steps.as_array().unwrap().last().unwrap()["value"].as_f64(),
+        Some(fraction)
+    );
+
+    // RailscopeSymbolErrorsAboveBER: `> on (...) (railscope_ib_port_rate_bytes_per_second * 8 * 1e-12)`.
+    let ber_rule = alert_block(&rules, "RailscopeSymbolErrorsAboveBER");
+    let after_rate = ber_rule
+        .split("railscope_ib_port_rate_bytes_per_second")
+        .nth(1)
+        .unwrap_or_else(|| panic!("RailscopeSymbolErrorsAboveBER:\n{ber_rule}"));
+    let factor = number_at(
+        after_rate
+            .split_once("* 8 * ")
+            .unwrap_or_else(|| {
+                panic!("RailscopeSymbolErrorsAboveBER: no `* 8 * <BER>`:\n{ber_rule}")
+            })
+            .1,
+    );
+    assert_eq!(factor, config_threshold(&thresholds, "symbolErrorBER"));
+    let ber = panel(node, "Bit error rate (symbol errors per bit)");
+    assert_eq!(threshold_line(ber), factor);
+    assert_eq!(
+        ber["fieldConfig"]["defaults"]["custom"]["scaleDistribution"]["type"], "log",
+        "the bit error rate panel has a log scale"
+    );
+    let expr = ber["targets"][0]["expr"].as_str().unwrap();
+    for part in [
+        "rate(railscope_ib_port_symbol_errors_total{",
+        "railscope_ib_port_rate_bytes_per_second{",
+        "* 8",
+        "$rail",
+    ] {
+        assert!(
+            expr.contains(part),
+            "the bit error rate query lacks {part}: {expr}"
+        );
+    }
+
+    assert_eq!(
+        threshold_line(panel(node, "Temperature")),
+        config_threshold(&thresholds, "gpuTemperatureCelsius")
+    );
+}
+
+/// Every runbook link of a panel names an alert of the rules, points at an absolute URL whose
+/// anchor is the alert's name in lower case, and RUNBOOK.md has that heading.
+#[test]
+fn runbook_links_name_alerts_with_a_runbook_entry() {
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let runbook = std::fs::read_to_string(workspace().join("alerts/RUNBOOK.md")).unwrap();
+    let alerts: BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .map(str::trim)
+        .collect();
+    assert!(alerts.len() >= 25, "only {} alerts", alerts.len());
+    let mut linked = BTreeSet::new();
+    let mut links = 0;
+    for (file, _) in DASHBOARDS {
+        let dashboard = committed(file);
+        for p in all_panels(&dashboard) {
+            let title = &p["title"];
+            let mut on_panel = BTreeSet::new();
+            for link in p["links"].as_array().into_iter().flatten() {
+                let at = format!("{file} panel {title}: {link}");
+                let alert = link["title"]
+                    .as_str()
+                    .and_then(|t| t.strip_prefix("Runbook: "))
+                    .unwrap_or_else(|| panic!("{at}: not a runbook link"));
+                assert!(
+                    alerts.contains(alert),
+                    "{at}: no alert {alert} in the rules"
+                );
+                assert!(on_panel.insert(alert), "{at}: {alert} twice");
+                let url = link["url"].as_str().unwrap();
+                assert!(url.starts_with("https://"), "{at}: not an absolute URL");
+                let anchor = alert.to_lowercase();
+                assert!(url.ends_with(&format!("#{anchor}")), "{at}: not #{anchor}");
+                assert!(
+                    runbook.contains(&format!("### {alert}\n")),
+                    "{at}: RUNBOOK.md has no heading for #{anchor}"
+                );
+                assert_eq!(link["targetBlank"], true, "{at}");
+                linked.insert(alert.to_owned());
+                links += 1;
+            }
+        }
+    }
+    assert!(links >= 60, "only {links} runbook links");
+    assert!(linked.len() >= 35, "only {} alerts linked", linked.len());
+}
+
+/// The mixin's parameters take effect: UIDs, a cluster variable that every query follows, the
+/// scrape jobs the job variable offers, and the thresholds.
+#[test]
+fn dashboards_follow_the_mixin_parameters() {
+    let rendered = render(
+        r#"(import "dashboards/dashboards.libsonnet")((import "config.libsonnet")._config + {showMultiCluster: true, clusterLabel: "k8s_cluster", railscopeSelector: "job=\"gpu\"", dashboardUIDs: {node: "n1", fleet: "f1"}, thresholds+: {pfcPauseFraction: 0.3}})"#,
+    );
+    let cluster = r#"k8s_cluster=~"$cluster""#;
+    let mut exprs = 0;
+    for (file, uid) in [
+        ("railscope-node.json", "n1"),
+        ("railscope-fleet.json", "f1"),
+    ] {
+        let d = &rendered[file];
+        assert_eq!(d["uid"], uid, "{file}");
+        let vars = d["templating"]["list"].as_array().unwrap();
+        let names: Vec<&str> = vars.iter().map(|v| v["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["datasource", "cluster", "job", "instance", "rail"],
+            "{file}"
+        );
+        let query = |name: &str| {
+            let v = vars.iter().find(|v| v["name"] == name).unwrap();
+            assert_eq!(v["definition"], v["query"]["query"], "{file}: {name}");
+            v["query"]["query"].as_str().unwrap().to_owned()
+        };
+        let q = query("cluster");
+        assert!(
+            q.starts_with("label_values(") && q.ends_with(", k8s_cluster)"),
+            "{file}: cluster variable {q}"
+        );
+        assert!(
+            query("job").contains(r#"job="gpu""#),
+            "{file}: {}",
+            query("job")
+        );
+        for name in ["job", "instance", "rail"] {
+            assert!(
+                query(name).contains(cluster),
+                "{file}: {name} {}",
+                query(name)
+            );
+        }
+
+        let mut all: Vec<String> = d["annotations"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a["expr"].as_str().map(str::to_owned))
+            .collect();
+        for p in all_panels(d) {
+            for t in p["targets"].as_array().into_iter().flatten() {
+                all.push(t["expr"].as_str().unwrap().to_owned());
+            }
+            // Links to the node dashboard use its UID and keep the cluster.
+            for link in p["fieldConfig"]["defaults"]["links"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let url = link["url"].as_str().unwrap();
+                assert!(
+                    url.starts_with("/d/n1/") && url.contains("${cluster:queryparam}"),
+                    "{file}: {url}"
+                );
+            }
+        }
+        for expr in &all {
+            if expr.contains(r#"job=~"$job""#) || expr.contains("ALERTS{") {
+                assert!(expr.contains(cluster), "{file}: no {cluster} in {expr}");
+                exprs += 1;
+            }
+        }
+    }
+    assert!(exprs > 100, "only {exprs} queries");
+    let node = &rendered["railscope-node.json"];
+    assert_eq!(threshold_line(panel(node, "PFC pause fraction")), 0.3);
+
+    // Without showMultiCluster, nothing of it: the committed dashboards have no cluster.
+    for (file, _) in DASHBOARDS {
+        let text = std::fs::read_to_string(workspace().join("dashboards").join(file)).unwrap();
+        assert!(!text.contains("$cluster"), "{file} mentions $cluster");
+    }
 }

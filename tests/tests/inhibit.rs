@@ -10,7 +10,7 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{free_port, get, tool, webhook, workspace};
+use railscope_tests::{free_port, get, shipped_alerts, tool, webhook, workspace};
 
 struct Killed(Child);
 
@@ -92,13 +92,22 @@ fn one_fault_is_one_notification() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let url = format!("http://127.0.0.1:{port}");
-    let port_alert = |name: &str, severity: &str, instance: &str, device: &str| {
+    // Each alert carries the severity the shipped rules give it.
+    let alerts = shipped_alerts();
+    let severity = |name: &str| -> String {
+        let rule = alerts
+            .iter()
+            .find(|r| r["alert"] == name)
+            .unwrap_or_else(|| panic!("no alert {name} in the rules"));
+        rule["labels"]["severity"].as_str().unwrap().to_owned()
+    };
+    let port_alert = |name: &str, instance: &str, device: &str| {
         fire(
             &amtool,
             &url,
             &[
                 ("alertname", name),
-                ("severity", severity),
+                ("severity", &severity(name)),
                 ("instance", instance),
                 ("device", device),
                 ("port", "1"),
@@ -107,41 +116,36 @@ fn one_fault_is_one_notification() {
         );
     };
     // n1 mlx5_0: the port is down; its rate, width and MTU alerts come with it.
-    port_alert("RailscopePortDown", "critical", "n1", "mlx5_0");
-    port_alert("RailscopePortRateBelowPeers", "critical", "n1", "mlx5_0");
-    port_alert("RailscopePortWidthBelowPeers", "critical", "n1", "mlx5_0");
-    port_alert("RailscopeMTUMismatch", "warning", "n1", "mlx5_0");
+    port_alert("RailscopePortDown", "n1", "mlx5_0");
+    port_alert("RailscopePortRateBelowPeers", "n1", "mlx5_0");
+    port_alert("RailscopePortWidthBelowPeers", "n1", "mlx5_0");
+    port_alert("RailscopeMTUMismatch", "n1", "mlx5_0");
     // n1 mlx5_3: one lane lost, with an expectations file: four alerts for one fault.
-    port_alert("RailscopePortRateBelowPeers", "critical", "n1", "mlx5_3");
-    port_alert("RailscopePortWidthBelowPeers", "critical", "n1", "mlx5_3");
-    port_alert("RailscopePortRateBelowExpected", "critical", "n1", "mlx5_3");
-    port_alert(
-        "RailscopePortWidthBelowExpected",
-        "critical",
-        "n1",
-        "mlx5_3",
-    );
+    port_alert("RailscopePortRateBelowPeers", "n1", "mlx5_3");
+    port_alert("RailscopePortWidthBelowPeers", "n1", "mlx5_3");
+    port_alert("RailscopePortRateBelowExpected", "n1", "mlx5_3");
+    port_alert("RailscopePortWidthBelowExpected", "n1", "mlx5_3");
     // n2 mlx5_1: one lane lost, without expectations.
-    port_alert("RailscopePortRateBelowPeers", "critical", "n2", "mlx5_1");
-    port_alert("RailscopePortWidthBelowPeers", "critical", "n2", "mlx5_1");
+    port_alert("RailscopePortRateBelowPeers", "n2", "mlx5_1");
+    port_alert("RailscopePortWidthBelowPeers", "n2", "mlx5_1");
     // n2 mlx5_2: a fault of its own on the same node, not hidden by mlx5_1's.
-    port_alert("RailscopeRoCEMTUBelow4096", "warning", "n2", "mlx5_2");
+    port_alert("RailscopeRoCEMTUBelow4096", "n2", "mlx5_2");
     // n3 GPU 4 fell off the bus: XID 79 and its NVLinks with it. GPU 5's XID is its own.
-    for (name, severity, gpu) in [
-        ("RailscopeGPULost", "critical", "4"),
-        ("RailscopeGPUXidHardware", "critical", "4"),
-        ("RailscopeNVLinkInactive", "warning", "4"),
-        ("RailscopeGPUXidHardware", "critical", "5"),
+    for (name, gpu) in [
+        ("RailscopeGPULost", "4"),
+        ("RailscopeGPUXidHardware", "4"),
+        ("RailscopeNVLinkInactive", "4"),
+        ("RailscopeGPUXidHardware", "5"),
         // GPU 6: the driver asks for a reset after its XID 95: the reset is the page.
-        ("RailscopeGPURecoveryActionRequired", "critical", "6"),
-        ("RailscopeGPUXidHardware", "critical", "6"),
+        ("RailscopeGPURecoveryActionRequired", "6"),
+        ("RailscopeGPUXidHardware", "6"),
     ] {
         fire(
             &amtool,
             &url,
             &[
                 ("alertname", name),
-                ("severity", severity),
+                ("severity", &severity(name)),
                 ("instance", "n3"),
                 ("gpu", gpu),
                 ("job", "railscope"),
@@ -158,7 +162,7 @@ fn one_fault_is_one_notification() {
             &url,
             &[
                 ("alertname", name),
-                ("severity", "critical"),
+                ("severity", &severity(name)),
                 ("instance", "n5"),
                 ("gpu", "0"),
                 ("pci_address", "0000:1b:00.0"),
@@ -172,12 +176,12 @@ fn one_fault_is_one_notification() {
         &url,
         &[
             ("alertname", "RailscopeAgentDown"),
-            ("severity", "critical"),
+            ("severity", &severity("RailscopeAgentDown")),
             ("instance", "n4"),
             ("job", "railscope"),
         ],
     );
-    port_alert("RailscopeRailImbalance", "warning", "n4", "mlx5_6");
+    port_alert("RailscopeRailImbalance", "n4", "mlx5_6");
 
     let expected: BTreeSet<(String, String, String)> = [
         ("RailscopePortDown", "n1", "mlx5_0"),

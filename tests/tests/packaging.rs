@@ -9,12 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{binary, free_port, get, promtool_check_metrics, workspace};
+use railscope_tests::{binary, free_port, get, promtool_check_metrics, workspace, yaml_to_json};
 
 fn run(cmd: &mut Command) -> Output {
     let shown = format!("{cmd:?}");
@@ -188,33 +187,6 @@ fn wait_ready(port: u16, child: &mut std::process::Child) -> bool {
     false
 }
 
-/// YAML (one or more documents) as JSON, through PyYAML.
-fn yaml_to_json(yaml: &str) -> serde_json::Value {
-    let mut child = Command::new("python3")
-        .args([
-            "-c",
-            "import json, sys, yaml; json.dump(list(yaml.safe_load_all(sys.stdin)), sys.stdout)",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run python3 ({e}); install python3 and python3-yaml"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(yaml.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "python3 with PyYAML failed (install python3-yaml):\n{}",
-        text(&out)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn kustomize() -> Vec<serde_json::Value> {
     let rendered = run_ok(
         Command::new("kubectl")
@@ -228,15 +200,6 @@ fn object<'a>(docs: &'a [serde_json::Value], kind: &str) -> &'a serde_json::Valu
     let found: Vec<_> = docs.iter().filter(|d| d["kind"] == kind).collect();
     assert_eq!(found.len(), 1, "expected one {kind}");
     found[0]
-}
-
-#[test]
-fn kubernetes_generated_files_are_current() {
-    run_ok(
-        Command::new("python3")
-            .arg(workspace().join("packaging/kubernetes/generate.py"))
-            .arg("--check"),
-    );
 }
 
 #[test]

@@ -249,5 +249,27 @@ pub(crate) fn host_families(snapshot: &host::Snapshot) -> Vec<Family> {
             );
         }
     }
-    vec![modules, peermem, units, mode, iommu_info, memlock]
+    let mut nvidia = Family::info(
+        "railscope_host_nvidia_kernel_module",
+        "The NVIDIA kernel module: open (GPL-compatible, /sys/module/nvidia/taint without P) or proprietary, and its version.",
+    );
+    if let Some(module) = &snapshot.nvidia {
+        nvidia.push(
+            [
+                ("flavor", module.flavor.as_str().to_owned()),
+                ("version", module.version.clone()),
+            ],
+            1u64,
+        );
+    }
+    let mut dmabuf = Family::gauge(
+        "railscope_host_gpudirect_rdma_dmabuf_capable",
+        "1 when RDMA NICs can register GPU memory through dma-buf without nvidia_peermem: the open NVIDIA kernel module on a 5.12+ kernel. Absent without the NVIDIA module or the kernel release.",
+    );
+    if let Some(capable) = snapshot.dmabuf_capable() {
+        dmabuf.push_unlabelled(capable);
+    }
+    vec![
+        modules, peermem, dmabuf, nvidia, units, mode, iommu_info, memlock,
+    ]
 }

@@ -10,6 +10,11 @@
 //!   bandwidth or breaks it.
 //! * RLIMIT_MEMLOCK from `/proc/<pid>/limits` of PID 1 (what services inherit) and of the
 //!   agent: memory registration fails with ENOMEM under a small limit.
+//! * DMA-BUF, the other way to GPUDirect RDMA: NCCL registers GPU memory through a dma-buf
+//!   when the NVIDIA kernel module is the open one (GPL-compatible: its
+//!   `/sys/module/nvidia/taint` lacks `P`, which the proprietary module's carries) and the
+//!   kernel has RDMA dma-buf memory regions (5.12 and later, `/proc/sys/kernel/osrelease`).
+//!   Such a node needs no `nvidia_peermem`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -81,6 +86,45 @@ pub struct Limit {
     pub hard: Option<u64>,
 }
 
+/// Which NVIDIA kernel module is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvidiaFlavor {
+    /// The open GPU kernel module (dual MIT/GPL): it can export GPU memory as a dma-buf.
+    Open,
+    /// The proprietary module: GPUDirect RDMA needs `nvidia_peermem`.
+    Proprietary,
+}
+
+impl NvidiaFlavor {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NvidiaFlavor::Open => "open",
+            NvidiaFlavor::Proprietary => "proprietary",
+        }
+    }
+
+    /// The flavour from `/sys/module/nvidia/taint`: the kernel writes `P` for a module whose
+    /// licence is not GPL-compatible (`module_flags_taint`), `O` for out of tree, `E` for
+    /// unsigned.
+    pub fn from_taint(taint: &str) -> NvidiaFlavor {
+        if taint.trim().contains('P') {
+            NvidiaFlavor::Proprietary
+        } else {
+            NvidiaFlavor::Open
+        }
+    }
+}
+
+/// The NVIDIA kernel module, when it is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvidiaModule {
+    /// Open or proprietary.
+    pub flavor: NvidiaFlavor,
+    /// `/sys/module/nvidia/version`, empty when unreadable.
+    pub version: String,
+}
+
 /// Everything the `host` source read.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
@@ -96,6 +140,30 @@ pub struct Snapshot {
     pub iommu_cmdline: String,
     /// RLIMIT_MEMLOCK of PID 1 and of the agent: (`init`/`self`, limit).
     pub memlock: Vec<(&'static str, Limit)>,
+    /// The NVIDIA kernel module; `None` when it is not loaded or its taint cannot be read.
+    /// Boxed: it keeps the snapshot small.
+    pub nvidia: Option<Box<NvidiaModule>>,
+    /// Major and minor of the running kernel (`/proc/sys/kernel/osrelease`), when readable.
+    pub kernel_version: Option<(u32, u32)>,
+}
+
+impl Snapshot {
+    /// Whether GPUDirect RDMA can go through dma-buf: the open NVIDIA module on a kernel with
+    /// RDMA dma-buf memory regions (5.12+). `None` when either is unknown (no NVIDIA module,
+    /// or the kernel release unread).
+    pub fn dmabuf_capable(&self) -> Option<bool> {
+        let nvidia = self.nvidia.as_ref()?;
+        let version = self.kernel_version?;
+        Some(nvidia.flavor == NvidiaFlavor::Open && version >= (5, 12))
+    }
+}
+
+/// Major and minor of a kernel release string (`6.8.0-49-generic` gives (6, 8)).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 /// Reads `/sys/module`, `/sys/class/iommu`, IOMMU groups, `/proc/cmdline` and limits.
@@ -183,6 +251,36 @@ impl Source for HostSource {
                 }
             }
         }
+        // The NVIDIA module's flavour and the kernel release, for dma-buf. A node without the
+        // NVIDIA module (no taint file) or a procfs without osrelease is no error.
+        let optional = |path: &Path, errors: &mut Vec<CollectError>| match fs.read(path) {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).trim().to_owned()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                errors.push(CollectError::io(None, path, &e));
+                None
+            }
+        };
+        let module = sysfs.join("module/nvidia");
+        let nvidia = optional(&module.join("taint"), &mut errors).map(|taint| {
+            Box::new(NvidiaModule {
+                flavor: NvidiaFlavor::from_taint(&taint),
+                version: optional(&module.join("version"), &mut errors).unwrap_or_default(),
+            })
+        });
+        let osrelease = self.roots.procfs.join("sys/kernel/osrelease");
+        let kernel_version = optional(&osrelease, &mut errors).and_then(|release| {
+            let version = kernel_version(&release);
+            if version.is_none() {
+                errors.push(CollectError::new(
+                    None,
+                    &osrelease,
+                    ErrorKind::Parse,
+                    "not a kernel release (major.minor...)",
+                ));
+            }
+            version
+        });
         Report {
             data: Some(Snapshot {
                 modules,
@@ -191,6 +289,8 @@ impl Source for HostSource {
                 iommu_mode_source,
                 iommu_cmdline,
                 memlock,
+                nvidia,
+                kernel_version,
             }),
             errors,
             absent: None,
@@ -289,6 +389,39 @@ mod tests {
             })
         );
         assert_eq!(parse_memlock("Max open files 1024 4096 files\n"), None);
+    }
+
+    #[test]
+    fn dmabuf_needs_the_open_module_and_a_5_12_kernel() {
+        let snapshot = |taint: &str, release: Option<&str>| Snapshot {
+            nvidia: Some(Box::new(NvidiaModule {
+                flavor: NvidiaFlavor::from_taint(taint),
+                version: "560.35.03".to_owned(),
+            })),
+            kernel_version: release.and_then(kernel_version),
+            ..Snapshot::default()
+        };
+        assert_eq!(
+            snapshot("O", Some("6.8.0-49-generic")).dmabuf_capable(),
+            Some(true)
+        );
+        assert_eq!(
+            snapshot("OE\n", Some("5.12.0")).dmabuf_capable(),
+            Some(true)
+        );
+        assert_eq!(
+            snapshot("POE", Some("6.8.0-49-generic")).dmabuf_capable(),
+            Some(false)
+        );
+        assert_eq!(snapshot("O", Some("5.11.22")).dmabuf_capable(), Some(false));
+        assert_eq!(
+            snapshot("O", Some("3.10.0-1160.el7.x86_64")).dmabuf_capable(),
+            Some(false)
+        );
+        assert_eq!(snapshot("O", None).dmabuf_capable(), None);
+        assert_eq!(Snapshot::default().dmabuf_capable(), None);
+        assert_eq!(kernel_version("6.1.0-27-amd64"), Some((6, 1)));
+        assert_eq!(kernel_version("garbage"), None);
     }
 
     #[test]

@@ -1,0 +1,760 @@
+// railscope's alerts. Every alert carries severity, a summary naming node (instance), device,
+// port (or PCI address) and rail, and an absolute runbook link built from runbookURLPattern.
+//
+// Severities (override any with severityOverrides):
+//   * critical: drain the node now. Every job placed on it fails or hangs (a rail port down, a
+//     GPU lost or needing a reset, uncorrectable memory or PCIe errors), or the fault spreads
+//     beyond the node (a PFC storm pauses its switch's other ports). These page.
+//   * warning: jobs on the node run slower than they should, or it is set up wrong (a port or
+//     PCIe link below its peers, an MTU mismatch, NVLink down, no GPUDirect RDMA). Fix in
+//     working hours, drain at the next opportunity: a single node's degradation is no reason
+//     to wake someone.
+//   * info: context for the other alerts, never notified alone.
+// `%(selector)s`, `%(cluster)s` and the thresholds come from config.libsonnet (see
+// lib/rules.libsonnet).
+local lib = import '../lib/rules.libsonnet';
+{
+  prometheusAlerts+:: {
+    local p = lib.params($._config),
+    groups+: lib.finish($._config, [
+      {
+        name: 'railscope.fabric',
+        rules: [
+          {
+            alert: 'RailscopePortDown',
+            expr: |||
+              (railscope_ib_port_state{%(selector)s} != 4 or railscope_ib_port_phys_state{%(selector)s} != 5)
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is not ACTIVE/LinkUp',
+              description: "Logical state {{ with printf `railscope_ib_port_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (4 is ACTIVE), physical state {{ with printf `railscope_ib_port_phys_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (5 is LinkUp)." % p,
+            },
+          },
+          {
+            alert: 'RailscopePortRateBelowPeers',
+            expr: |||
+              # In Gb/s, as ibstat and the switch print it.
+              (
+                railscope:ib_port_rate_bytes_per_second:by_model * 8 / 1e9
+                < on (%(cluster)s, hca_type, rail) group_left () (railscope:ib_port_rate_bytes_per_second:max_by_model * 8 / 1e9)
+              )
+              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:max_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
+              description: 'The port is ACTIVE at a lower rate than other {{ $labels.hca_type }} ports in the fleet: a degraded cable, transceiver or port speed setting. Training jobs on this rail run at its pace.',
+            },
+          },
+          {
+            alert: 'RailscopePortWidthBelowPeers',
+            expr: |||
+              (
+                railscope:ib_port_link_width_lanes:by_model
+                < on (%(cluster)s, hca_type, rail) group_left () railscope:ib_port_link_width_lanes:max_by_model
+              )
+              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:max_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
+              description: 'A link that trained at fewer lanes (2X instead of 4X) has lost lanes to a bad cable or connector.',
+            },
+          },
+          // Needs the configured expectations of expectations.example.yml; silent without them.
+          {
+            alert: 'RailscopePortRateBelowExpected',
+            expr: |||
+              # In Gb/s, as ibstat and the switch print it.
+              (
+                railscope:ib_port_rate_bytes_per_second:by_model * 8 / 1e9
+                < on (hca_type) group_left () (railscope:ib_port_rate_bytes_per_second:expected * 8 / 1e9)
+              )
+              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:expected{hca_type='%s'} * 8 / 1e9` $labels.hca_type | query }}{{ . | first | value }}{{ end }} Gb/s configured for {{ $labels.hca_type }}",
+              description: 'The port is ACTIVE below the expected rate of its adapter model: a degraded cable, transceiver or speed setting, even if its peers share the fault.',
+            },
+          },
+          {
+            alert: 'RailscopePortWidthBelowExpected',
+            expr: |||
+              (
+                railscope:ib_port_link_width_lanes:by_model
+                < on (hca_type) group_left () railscope:ib_port_link_width_lanes:expected
+              )
+              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than configured for {{ $labels.hca_type }}',
+              description: "A link that trained at fewer lanes than its model's configured width has lost lanes to a bad cable or connector.",
+            },
+          },
+          {
+            alert: 'RailscopeLinkFlapping',
+            expr: |||
+              (
+                increase(railscope_ib_port_link_downed_total{%(selector)s}[1h]) > %(linkFlaps)s
+                or on (%(cluster)s, instance, device, port) changes(railscope_ib_port_state{%(selector)s}[30m]) > %(linkFlaps)s
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is flapping',
+              description: 'The link went down and recovered repeatedly in the last hour. Each flap stalls every collective on the rail.',
+            },
+          },
+          // IBTA requires a bit error rate below 1e-12; symbol errors per second above
+          // rate_bits_per_second * 1e-12 exceed it.
+          {
+            alert: 'RailscopeSymbolErrorsAboveBER',
+            expr: |||
+              (
+                rate(railscope_ib_port_symbol_errors_total{%(selector)s}[15m])
+                > on (%(cluster)s, instance, device, port) (railscope_ib_port_rate_bytes_per_second{%(selector)s} * 8 * %(symbolErrorBER)s)
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has {{ $value | humanize }} symbol errors/s, above the %(symbolErrorBER)s BER limit' % p,
+              description: 'Symbol errors at this rate mean a marginal cable or transceiver; link error recovery and retransmissions follow.',
+            },
+          },
+          {
+            alert: 'RailscopeLinkErrorRecovery',
+            expr: |||
+              (increase(railscope_ib_port_link_error_recovery_total{%(selector)s}[1h]) > 0)
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) went through link error recovery',
+              description: 'Each recovery retrains the link and stalls traffic on it.',
+            },
+          },
+          {
+            alert: 'RailscopeReceiveErrors',
+            expr: |||
+              (
+                rate(railscope_ib_port_receive_errors_total{%(selector)s}[10m]) > 0
+                or on (%(cluster)s, instance, device, port) rate(railscope_ib_port_transmit_discards_total{%(selector)s}[10m]) > 0
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is receiving errors or discarding packets',
+              description: 'PortRcvErrors or PortXmitDiscards keep rising: damaged packets on the link, or congestion upstream.',
+            },
+          },
+          {
+            alert: 'RailscopePmaCounterSaturated',
+            expr: |||
+              (railscope_ib_port_pma_saturated{%(selector)s} == 1)
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}): PMA counter {{ $labels.counter }} is saturated',
+              description: 'PMA counters stick at their maximum instead of wrapping: {{ $labels.counter }} can no longer show new errors, so rate alerts on it are blind. Clear the counters (perfquery -R) after diagnosing.',
+            },
+          },
+          {
+            alert: 'RailscopeMTUMismatch',
+            expr: |||
+              (
+                railscope:ib_port_active_mtu_bytes:by_link_layer
+                < on (%(cluster)s, link_layer) group_left () railscope:ib_port_active_mtu_bytes:max_by_link_layer
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has active MTU {{ $value }}, below the fleet's {{ $labels.link_layer }} ports",
+              description: 'Queue pairs use the smaller MTU of both ends: every peer of this port sends smaller packets.',
+            },
+          },
+          {
+            alert: 'RailscopeRoCEMTUBelow4096',
+            expr: |||
+              (
+                railscope_ib_port_active_mtu_bytes{%(selector)s} < %(roceMTUBytes)s
+                and on (%(cluster)s, instance, device, port) railscope_ib_port_info{%(selector)s, link_layer="Ethernet"}
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+              unless on (%(cluster)s, instance, device, port) railscope:port_outside_rails:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) RoCE active MTU is {{ $value }}',
+              description: 'The netdev MTU is below 4192 (mlx5) so RDMA runs at a smaller MTU; RoCE fabrics are normally set to 4096 with a netdev MTU of 4200 or 9000.',
+            },
+          },
+          {
+            alert: 'RailscopeRoCEPortWithoutV2GID',
+            expr: |||
+              (
+                railscope_ib_port_gid_entries{%(selector)s, type="RoCE v2"} == 0
+                and on (%(cluster)s, instance, device, port) railscope_ib_port_info{%(selector)s, link_layer="Ethernet", state="ACTIVE"}
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+              unless on (%(cluster)s, instance, device, port) railscope:port_outside_rails:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has no RoCE v2 GID',
+              description: 'Without a RoCE v2 GID (an IP address on the netdev) NCCL cannot use RoCE v2 on this port.',
+            },
+          },
+          {
+            alert: 'RailscopeGIDTableChanged',
+            // Entries added or removed change the count; an address swapped for another at
+            // the same index does not, but it makes a GID series that was not there 30 minutes
+            // ago, on a port that had GIDs then (a port or node that just appeared is no change).
+            expr: |||
+              (
+                changes(railscope:ib_port_gid_entries:sum[30m]) > 0
+                or on (%(cluster)s, instance, device, port)
+                (
+                  count by (%(cluster)s, instance, device, port) (
+                    railscope_ib_port_gid_info{%(selector)s} unless railscope_ib_port_gid_info{%(selector)s} offset 30m
+                  )
+                  and on (%(cluster)s, instance, device, port)
+                  count by (%(cluster)s, instance, device, port) (railscope_ib_port_gid_info{%(selector)s} offset 30m)
+                )
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            labels: { severity: 'info' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}): GID table changed',
+              description: 'Addresses on the netdev changed; jobs that cached a GID index (NCCL_IB_GID_INDEX) may now use the wrong one.',
+            },
+          },
+          {
+            alert: 'RailscopeRoCERetransmissions',
+            expr: |||
+              (
+                sum by (%(cluster)s, instance, device, port) (
+                  rate(railscope_rdma_port_hw_stat_total{%(selector)s, counter=~"local_ack_timeout_err|out_of_sequence|packet_seq_err|implied_nak_seq_err"}[5m])
+                ) > %(roceRetransmissionsPerSecond)s
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) retransmits {{ $value | humanize }}/s',
+              description: 'ACK timeouts, out-of-sequence packets and sequence-error NAKs mean packets are lost in the fabric: check PFC, ECN and buffer drops on the path.',
+            },
+          },
+          {
+            alert: 'RailscopeRDMAOutOfBuffer',
+            expr: |||
+              (rate(railscope_rdma_port_hw_stat_total{%(selector)s, counter="out_of_buffer"}[5m]) > 0)
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) drops {{ $value | humanize }} packets/s for lack of receive buffers',
+              description: 'out_of_buffer counts packets dropped because a receive queue had no posted WQE: the application is not posting receives fast enough, and senders retransmit.',
+            },
+          },
+          {
+            alert: 'RailscopeCNPSurge',
+            expr: |||
+              (
+                sum by (%(cluster)s, instance, device, port) (
+                  rate(railscope_rdma_port_hw_stat_total{%(selector)s, counter=~"np_cnp_sent|rp_cnp_handled|np_ecn_marked_roce_packets"}[5m])
+                ) > %(cnpPerSecond)s
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) sees {{ $value | humanize }} CNPs and ECN marks/s',
+              description: 'Congestion notification packets at this rate mean sustained congestion on the path (ECN marking at a switch); DCQCN is throttling senders.',
+            },
+          },
+          {
+            alert: 'RailscopeRailImbalance',
+            expr: |||
+              (
+                railscope:ib_port_data_bytes:rate5m
+                * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info{rail!="none"}
+                and on (%(cluster)s, instance, device, port) railscope:port_in_use:info
+              )
+              < on (%(cluster)s, instance) group_left () (%(railImbalanceRatio)s * railscope:ib_port_data_bytes:rate5m_rail_median)
+              and on (%(cluster)s, instance) railscope:ib_port_data_bytes:rate5m_rail_median > %(railBusyBytesPerSecond)s
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} rail {{ $labels.rail }} ({{ $labels.device }} port {{ $labels.port }}) carries {{ $value | humanize }}B/s, under %(railImbalancePercent)s%% of the median of its sibling rails' % p,
+              description: 'While the node is busy (median rail above %(railBusyGBps)s GB/s) every rail whose GPU is busy should carry about the same traffic; one that carries much less is degraded or not used by NCCL. Idle nodes, and rails whose GPU is idle (a job on fewer GPUs than rails), never fire.' % p,
+            },
+          },
+          {
+            alert: 'RailscopeRailErrorsAcrossFleet',
+            expr: |||
+              railscope:rail_link_errors:rate15m
+              > on (%(cluster)s) group_left ()
+              (%(railErrorsMedianFactor)s * quantile by (%(cluster)s) (0.5, railscope:rail_link_errors:rate15m))
+              and railscope:rail_link_errors:rate15m > %(railErrorsPerSecond)s
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Rail {{ $labels.rail }} logs {{ $value | humanize }} link errors/s across the fleet, over %(railErrorsMedianFactor)sx the median rail' % p,
+              description: "Errors concentrated on one rail across many nodes point at that rail's leaf switch or its cabling, not at the nodes.",
+            },
+          },
+          // Fraction of time a priority is paused: rate() of the pause duration in seconds.
+          {
+            alert: 'RailscopePFCPauseStorm',
+            expr: |||
+              (
+                max by (%(cluster)s, instance, netdev, priority, direction) (rate(railscope_pfc_pause_duration_seconds_total{%(selector)s}[5m])) > %(pfcPauseFraction)s
+              )
+              * on (%(cluster)s, instance, netdev) group_left (device, port, rail) railscope:netdev_port:info
+              or on (%(cluster)s, instance, netdev, priority, direction)
+              max by (%(cluster)s, instance, netdev, priority, direction) (rate(railscope_pfc_pause_duration_seconds_total{%(selector)s}[5m])) > %(pfcPauseFraction)s
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.netdev }}{{ if $labels.device }} ({{ $labels.device }} port {{ $labels.port }}, rail {{ $labels.rail }}){{ end }} is paused {{ $value | humanizePercentage }} of the time on priority {{ $labels.priority }} ({{ if eq $labels.direction "rx" }}pauses received: its transmit is held back{{ else }}pauses sent: it cannot drain{{ end }})',
+              description: 'A PFC pause storm: the link spends this share of its time paused while drop counters read zero. Find the receiver that cannot drain (a slow host, a stuck NIC) and the switch port spreading the pauses.',
+            },
+          },
+          {
+            alert: 'RailscopePFCStormEvents',
+            expr: |||
+              (increase(railscope_pfc_pause_storm_events_total{%(selector)s}[15m]) > 0)
+              * on (%(cluster)s, instance, netdev) group_left (device, port, rail) railscope:netdev_port:info
+              or on (%(cluster)s, instance, netdev, level)
+              increase(railscope_pfc_pause_storm_events_total{%(selector)s}[15m]) > 0
+            ||| % p,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.netdev }}{{ if $labels.device }} ({{ $labels.device }} port {{ $labels.port }}, rail {{ $labels.rail }}){{ end }} raised pause storm {{ $labels.level }} events',
+              description: 'The NIC detected that it kept sending pause frames for too long (the pause storm prevention watermark); at error level it stops honouring PFC to protect the fabric.',
+            },
+          },
+        ],
+      },
+      {
+        name: 'railscope.pcie',
+        rules: [
+          {
+            alert: 'RailscopePCIeWidthDegraded',
+            expr: |||
+              (railscope_pci_link_width_lanes{%(selector)s} < railscope_pci_link_max_width_lanes{%(selector)s})
+              * on (%(cluster)s, instance, pci_address) group_left (role, rdma_device, gpu) railscope_pci_device_info{%(selector)s, role=~"nic|gpu"}
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.role }} {{ $labels.rdma_device }}{{ $labels.gpu }} at {{ $labels.pci_address }} runs PCIe x{{ $value }}, below its maximum',
+              description: 'A NIC on x8 instead of x16 has half its PCIe bandwidth: the RDMA port cannot be fed at line rate.',
+            },
+          },
+          // GPUs drop their link speed when idle to save power, so only a GPU that stays below
+          // its maximum while busy is a fault; NICs never downclock.
+          {
+            alert: 'RailscopePCIeSpeedDegraded',
+            expr: |||
+              (railscope_pci_link_speed_transfers_per_second{%(selector)s} < railscope_pci_link_max_speed_transfers_per_second{%(selector)s})
+              * on (%(cluster)s, instance, pci_address) group_left (role, rdma_device, gpu) railscope_pci_device_info{%(selector)s, role="nic"}
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} NIC {{ $labels.rdma_device }} at {{ $labels.pci_address }} runs PCIe at {{ $value | humanize }}T/s per lane, below its maximum',
+              description: 'The PCIe link trained at a lower generation: a riser, slot or BIOS setting.',
+            },
+          },
+          {
+            alert: 'RailscopePCIeAERCorrectable',
+            expr: |||
+              (rate(railscope_pci_aer_errors_total{%(selector)s, severity="correctable"}[15m]) > %(aerCorrectablePerSecond)s)
+              * on (%(cluster)s, instance, pci_address) group_left (role, rdma_device, gpu) railscope_pci_device_info{%(selector)s}
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.role }} {{ $labels.rdma_device }}{{ $labels.gpu }} at {{ $labels.pci_address }} logs {{ $value | humanize }} correctable PCIe errors/s',
+              description: 'Correctable AER errors climbing (RxErr, BadTLP, BadDLLP) are a marginal PCIe link: replays cost bandwidth and it may fail outright.',
+            },
+          },
+          {
+            alert: 'RailscopePCIeAERUncorrectable',
+            expr: |||
+              # The AER class moves to `aer_severity`: the alert's own `severity` label would
+              # otherwise make a device's nonfatal and fatal series one and the same alert.
+              label_replace(
+                increase(railscope_pci_aer_errors_total{%(selector)s, severity=~"nonfatal|fatal"}[1h]) > 0,
+                "aer_severity", "$1", "severity", "(.*)"
+              )
+              * on (%(cluster)s, instance, pci_address) group_left (role, rdma_device, gpu) railscope_pci_device_info{%(selector)s}
+            ||| % p,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.role }} {{ $labels.rdma_device }}{{ $labels.gpu }} at {{ $labels.pci_address }} logged an uncorrectable ({{ $labels.aer_severity }}) PCIe error',
+              description: 'Uncorrectable PCIe errors (completion timeouts, malformed TLPs) lose transactions; the device may need a reset.',
+            },
+          },
+          {
+            alert: 'RailscopeNICFarFromGPU',
+            expr: |||
+              (min by (%(cluster)s, instance, device) (railscope_topology_nic_gpu_distance{%(selector)s}) >= %(nicGPUDistance)s)
+              * on (%(cluster)s, instance, device) group_left (rail) max by (%(cluster)s, instance, device, rail) (railscope_rail_info{%(selector)s})
+            ||| % p,
+            'for': '30m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} (rail {{ $labels.rail }}) has no GPU closer than the CPU (nearest distance {{ $value }})',
+              description: 'GPUDirect RDMA from this NIC crosses host bridges (NODE) or sockets (SYS): bandwidth drops, and NCCL_NET_GDR_LEVEL may refuse GPUDirect entirely.',
+            },
+          },
+          {
+            alert: 'RailscopeACSRedirect',
+            expr: 'railscope_pci_acs_state{%(selector)s, state="redirect"} == 1' % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} bridge {{ $labels.pci_address }} redirects peer-to-peer traffic (ACS)',
+              description: 'ACS request/completion redirect on a switch port sends GPU↔NIC traffic up to the root complex: GPUDirect RDMA slows down or fails.',
+            },
+          },
+        ],
+      },
+      {
+        name: 'railscope.gpu',
+        rules: [
+          {
+            alert: 'RailscopeGPULost',
+            expr: |||
+              (railscope_gpu_state{%(selector)s, state=~"lost|timeout"} == 1)
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '2m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) is {{ $labels.state }}',
+              description: 'lost: the GPU fell off the bus (NVML GPU_IS_LOST, XID 79); timeout: NVML calls on it hang in the driver. Either way every job using it is stuck.',
+            },
+          },
+          // "No XIDs" and "cannot see XIDs" look the same in railscope_gpu_xid_errors_total.
+          // A GPU that is lost or hung has its own alert.
+          {
+            alert: 'RailscopeGPUXidEventsUnavailable',
+            expr: |||
+              (
+                railscope_gpu_xid_events_registered{%(selector)s} == 0
+                unless on (%(cluster)s, instance, gpu) (railscope_gpu_state{%(selector)s, state=~"lost|timeout"} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) cannot report XID errors',
+              description: "railscope could not register for this GPU's XID events (the driver or the VM refuses it), so a hardware XID on it would raise no alert. railscope tries again every minute.",
+            },
+          },
+          // NVIDIA's XID catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
+          // by its immediate action. The GPU must be reset or the node rebooted: the GPU, its memory
+          // or its links failed. It keeps firing for a day after the XID so that the page stays
+          // until someone acts on it (silence it once the GPU was reset or the node drained).
+          {
+            alert: 'RailscopeGPUXidHardware',
+            expr: |||
+              (
+                increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidHardware)s"}[15m]) > 0
+                # A code's series appears with its first XID, which increase() cannot see.
+                or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidHardware)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            keep_firing_for: $._config.xidHardwareKeepFiringFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported hardware XID {{ $labels.xid }}: {{ if eq $labels.xid `46` }}GPU stopped processing{{ else if eq $labels.xid `48` }}double-bit ECC error{{ else if eq $labels.xid `64` }}GPU memory remapping failure{{ else if eq $labels.xid `74` }}NVLink error{{ else if eq $labels.xid `79` }}GPU has fallen off the bus{{ else if eq $labels.xid `95` }}uncontained memory error{{ else if eq $labels.xid `119` }}GSP RPC timeout{{ else if eq $labels.xid `120` }}GSP error{{ else if eq $labels.xid `136` }}link training failed{{ else if eq $labels.xid `140` }}unrecovered ECC error{{ else if eq $labels.xid `143` }}GPU initialization error{{ else if eq $labels.xid `155` }}NVLink software-defined error{{ else if eq $labels.xid `156` }}resource retirement event{{ else if eq $labels.xid `158` }}GPU fatal timeout{{ end }}',
+              description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `46` }}reset the GPU{{ else if eq $labels.xid `48` }}reset the GPU to activate the row remap (nvidia-smi -q -d ROW_REMAPPER: a remap failure means RMA){{ else if eq $labels.xid `64` }}reset the GPU, then open a support case{{ else if eq $labels.xid `74` }}check the NVLink error counters, then reset the GPU{{ else if eq $labels.xid `79` }}reboot the node{{ else if eq $labels.xid `95` }}reset the GPU{{ else if eq $labels.xid `119` }}reset the GPU{{ else if eq $labels.xid `120` }}reset the GPU{{ else if eq $labels.xid `136` }}reset the GPU{{ else if eq $labels.xid `140` }}reset the GPU{{ else if eq $labels.xid `143` }}reset the GPU{{ else if eq $labels.xid `155` }}reset the GPU{{ else if eq $labels.xid `156` }}reset the GPU{{ else if eq $labels.xid `158` }}reset the GPU{{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
+            },
+          },
+          // NVIDIA's XID catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
+          // by its immediate action. The GPU went on working, but asks for attention: a contained
+          // memory error (restart the application that hit it), a high single-bit error rate, or
+          // the driver changing the recovery action it wants (XID 154). XID 63 (a row remap
+          // recorded) raises nothing here: RailscopeGPURowRemapPending says when to reset.
+          {
+            alert: 'RailscopeGPUXidWarning',
+            expr: |||
+              (
+                increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidWarning)s"}[15m]) > 0
+                # A code's series appears with its first XID, which increase() cannot see.
+                or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidWarning)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported warning XID {{ $labels.xid }}: {{ if eq $labels.xid `92` }}high single-bit ECC error rate{{ else if eq $labels.xid `94` }}contained memory error{{ else if eq $labels.xid `154` }}GPU recovery action changed{{ end }}',
+              description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `92` }}nothing at once; open a support case if it repeats{{ else if eq $labels.xid `94` }}restart the application that hit it; other applications are unaffected{{ else if eq $labels.xid `154` }}do what the driver now asks: dmesg names the new action (reset, reboot or drain){{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
+            },
+          },
+          // NVIDIA's XID catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
+          // by its immediate action. Usually caused by the application: restart it. Repeated on one
+          // GPU only, suspect the GPU.
+          {
+            alert: 'RailscopeGPUXidApplication',
+            expr: |||
+              (
+                increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidApplication)s"}[15m]) > 0
+                # A code's series appears with its first XID, which increase() cannot see.
+                or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidApplication)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            labels: { severity: 'info' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported application XID {{ $labels.xid }}: {{ if eq $labels.xid `13` }}graphics engine exception{{ else if eq $labels.xid `31` }}GPU memory page fault{{ else if eq $labels.xid `43` }}GPU stopped processing{{ else if eq $labels.xid `45` }}preemptive cleanup after an earlier error{{ end }}',
+              description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `13` }}restart the application{{ else if eq $labels.xid `31` }}restart the application{{ else if eq $labels.xid `43` }}none (the application's channel was stopped){{ else if eq $labels.xid `45` }}follow the XID that came before it{{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
+            },
+          },
+          {
+            alert: 'RailscopeGPUECCUncorrectable',
+            expr: |||
+              (increase(railscope_gpu_ecc_errors_total{%(selector)s, type="uncorrected", scope="volatile"}[1h]) > 0)
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) had uncorrectable ECC errors',
+              description: 'Uncorrectable memory errors kill the process that touched the memory; the GPU needs a reset to remap the row.',
+            },
+          },
+          {
+            alert: 'RailscopeGPURowRemapFailure',
+            expr: |||
+              (railscope_gpu_remapped_rows_failure{%(selector)s} == 1)
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) failed to remap a memory row',
+              description: 'The GPU has no spare rows left for a failing memory row: it needs service (RMA).',
+            },
+          },
+          {
+            alert: 'RailscopeGPURowRemapPending',
+            expr: |||
+              (railscope_gpu_remapped_rows_pending{%(selector)s} == 1)
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '30m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has a row remap pending',
+              description: 'A failing memory row is remapped at the next GPU reset; until then the row can fail again. Reset the GPU when it is idle.',
+            },
+          },
+          // The driver's own word after an error (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): it holds
+          // until the action is done, so this fires until someone acts, whatever the XID was.
+          {
+            alert: 'RailscopeGPURecoveryActionRequired',
+            expr: |||
+              (railscope_gpu_recovery_action{%(selector)s, action!="none"} == 1)
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) needs {{ $labels.action }}, says its driver',
+              description: "After an uncorrectable error the driver asks for a recovery action: gpu_reset (stop the GPU's processes, nvidia-smi -r), node_reboot, drain_p2p (stop peer-to-peer traffic, then look again) or drain_and_reset. It stays until the action is done.",
+            },
+          },
+          {
+            alert: 'RailscopeGPUThrottling',
+            expr: |||
+              (max by (%(cluster)s, instance, gpu) (railscope_gpu_throttle_reason{%(selector)s, reason=~"hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|hw_power_brake_slowdown"}) == 1)
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has been thermally or power throttled for 15 minutes',
+              description: 'Hardware slowdown, thermal slowdown or power brake hold the clocks down; in a synchronous job every rank waits for this GPU. Check cooling and the power supply.',
+            },
+          },
+          {
+            alert: 'RailscopeGPUPCIeWidthDegraded',
+            expr: |||
+              (railscope_gpu_pcie_link_width_lanes{%(selector)s} < railscope_gpu_pcie_link_max_width_lanes{%(selector)s})
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) runs PCIe x{{ $value }}, below its maximum',
+              description: "Fewer PCIe lanes halve the GPU's host and GPUDirect bandwidth (the generation also drops at idle, so only width is alerted).",
+            },
+          },
+          {
+            alert: 'RailscopeNVLinkInactive',
+            expr: |||
+              (
+                railscope_nvlink_up{%(selector)s} == 0
+                and on (%(cluster)s, instance, gpu) (sum by (%(cluster)s, instance, gpu) (railscope_nvlink_up{%(selector)s}) > 0)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is down while its sibling links are up',
+              description: 'A GPU with a missing NVLink runs its peer traffic at reduced bandwidth, and on NVSwitch systems the fabric reports degraded bandwidth.',
+            },
+          },
+          {
+            alert: 'RailscopeNVLinkErrors',
+            expr: |||
+              (
+                sum by (%(cluster)s, instance, gpu, link) (rate(railscope_nvlink_errors_total{%(selector)s, type=~"crc_flit|crc_data|replay"}[10m])) > %(nvlinkErrorsPerSecond)s
+                or on (%(cluster)s, instance, gpu, link)
+                sum by (%(cluster)s, instance, gpu, link) (increase(railscope_nvlink_errors_total{%(selector)s, type="recovery"}[1h])) > 0
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging CRC, replay or recovery errors',
+              description: 'Climbing NVLink data-link errors are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
+            },
+          },
+        ],
+      },
+      {
+        name: 'railscope.host',
+        rules: [
+          {
+            alert: 'RailscopePeermemMissing',
+            expr: |||
+              railscope_host_gpudirect_rdma_module_loaded{%(selector)s} == 0
+              and on (%(cluster)s, instance) count by (%(cluster)s, instance) (railscope_topology_gpu_info{%(selector)s}) > 0
+              and on (%(cluster)s, instance) count by (%(cluster)s, instance) (railscope_ib_device_info{%(selector)s}) > 0
+              # The open NVIDIA module on a 5.12+ kernel registers GPU memory through dma-buf.
+              unless on (%(cluster)s, instance) (railscope_host_gpudirect_rdma_dmabuf_capable{%(selector)s} == 1)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} has GPUs and RDMA NICs but nvidia_peermem is not loaded, and cannot use dma-buf instead',
+              description: 'Without nvidia_peermem, and without dma-buf (the open NVIDIA kernel module on a 5.12+ kernel), the NICs cannot register GPU memory: NCCL falls back to staging through host memory, silently.',
+            },
+          },
+          {
+            alert: 'RailscopeIOMMUTranslated',
+            expr: |||
+              railscope_host_iommu_mode{%(selector)s, mode="translated"} == 1
+              and on (%(cluster)s, instance) count by (%(cluster)s, instance) (railscope_topology_gpu_info{%(selector)s}) > 0
+            ||| % p,
+            'for': '30m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} runs its IOMMU in translated mode on a GPU node',
+              description: 'Translated DMA costs peer-to-peer bandwidth or breaks GPUDirect RDMA; GPU nodes normally boot with iommu=pt.',
+            },
+          },
+          {
+            alert: 'RailscopeMemlockLimitSmall',
+            expr: 'railscope_host_memlock_limit_bytes{%(selector)s, process="init", limit="soft"} < %(memlockBytes)s' % p,
+            'for': '30m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} RLIMIT_MEMLOCK inherited from PID 1 is {{ $value | humanize1024 }}B',
+              description: "RDMA memory registration pins memory and fails with ENOMEM past this limit (Couldn't allocate MR). Jobs need unlimited or at least the size of their buffers.",
+            },
+          },
+        ],
+      },
+      {
+        name: 'railscope.agent',
+        rules: [
+          {
+            alert: 'RailscopeCollectorFailing',
+            expr: 'railscope_collector_success{%(selector)s} == 0' % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }}: railscope collector {{ $labels.collector }} fails',
+              description: "The collector missed its deadline or could not run: its series are missing. Check the agent's log.",
+            },
+          },
+          {
+            alert: 'RailscopeCollectorErrors',
+            expr: 'rate(railscope_collector_errors_total{%(selector)s}[15m]) > 0' % p,
+            'for': '30m',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: '{{ $labels.instance }}: railscope collector {{ $labels.collector }} keeps hitting read errors',
+              description: 'Some files cannot be read or parsed; their series are missing. The agent logs each distinct path and errno once.',
+            },
+          },
+          {
+            alert: 'RailscopeSysfsReadBlocked',
+            expr: 'railscope_sysfs_blocked_seconds{%(selector)s} > %(sysfsBlockedSeconds)s' % p,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }}: a sysfs read under {{ $labels.path }} has been blocked for {{ $value | humanizeDuration }}',
+              description: 'The driver behind this device does not answer: its series are missing until the read returns. A wedged driver usually fails the jobs that use the device next.',
+            },
+          },
+          // Assumes the scrape job name contains "railscope".
+          {
+            alert: 'RailscopeAgentDown',
+            expr: 'up{%(selector)s} == 0' % p,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }}: railscope agent is not answering scrapes',
+              description: 'Nothing on this node is monitored while the agent is down: check the service (systemctl status railscope) or the DaemonSet pod.',
+            },
+          },
+          {
+            alert: 'RailscopeScrapeSlow',
+            expr: 'scrape_duration_seconds{%(selector)s} > %(scrapeSeconds)s' % p,
+            'for': '15m',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: '{{ $labels.instance }}: railscope scrapes take {{ $value | humanizeDuration }}',
+              description: 'A slow collector (a driver answering sysfs or NVML slowly) is close to the scrape timeout; see railscope_collector_duration_seconds for which one.',
+            },
+          },
+        ],
+      },
+    ]),
+  },
+}

@@ -1,0 +1,97 @@
+// railscope's mixin parameters. Override any of them from your own jsonnet:
+//
+//   (import 'railscope-mixin/mixin.libsonnet') + { _config+:: { railscopeSelector: 'job="gpu-nodes"' } }
+//
+// or render the files with `python3 mixin/render.py --config my-overrides.libsonnet --out DIR`.
+{
+  _config+:: {
+    // Selects railscope's own series in every rule, and the scrape jobs the dashboards offer.
+    // The default matches any job whose name contains "railscope" (the Debian package's
+    // example, the fleet test and the ServiceMonitor's Service all use `railscope`).
+    railscopeSelector: 'job=~".*railscope.*"',
+
+    // The label that tells clusters apart where one store holds several (Thanos, Mimir,
+    // VictoriaMetrics). Every aggregation and join keeps it, so two clusters' rails, models
+    // and nodes never mix; without such a label it changes nothing.
+    clusterLabel: 'cluster',
+    // Dashboards get a cluster variable, and every query filters on it.
+    showMultiCluster: false,
+
+    // Absolute link of each alert's runbook entry: `%s` is the alert name in lower case, which
+    // is the anchor of its heading in alerts/RUNBOOK.md. Point it at where your on-call reads
+    // the runbook (an internal mirror or wiki copy of alerts/RUNBOOK.md).
+    runbookURLPattern: 'https://example.invalid/railscope/blob/main/alerts/RUNBOOK.md#%s',
+
+    // Severity of an alert by name, over the default in mixin/alerts/alerts.libsonnet:
+    // e.g. { RailscopePortRateBelowPeers: 'critical' } to page on a slow port.
+    severityOverrides: {},
+
+    // Alert levels. Rules and dashboards read them from here, so a panel's threshold line is
+    // where its alert fires.
+    thresholds: {
+      // RailscopePFCPauseStorm: fraction of time a priority is paused (0.2 = 200 ms per s).
+      pfcPauseFraction: 0.2,
+      // RailscopeSymbolErrorsAboveBER: IBTA's bit error rate limit; symbol errors per second
+      // above rate_bits_per_second * this exceed it.
+      symbolErrorBER: 1e-12,
+      // RailscopeLinkFlapping: link downs in an hour, or state changes in 30 minutes, above this.
+      linkFlaps: 2,
+      // RailscopeRoCEMTUBelow4096: the RoCE active MTU a rail port needs.
+      roceMTUBytes: 4096,
+      // RailscopeRoCERetransmissions: retransmission events per second on a port.
+      roceRetransmissionsPerSecond: 10,
+      // RailscopeCNPSurge: CNPs sent, handled and ECN-marked packets per second on a port.
+      cnpPerSecond: 50000,
+      // railscope:port_in_use:info: a rail carries a job when its GPU's mean utilization over
+      // 5 minutes is above this.
+      gpuBusyUtilization: 0.2,
+      // RailscopeRailImbalance: a busy rail below this share of the node's median rail, on a
+      // node whose median rail moves more than railBusyBytesPerSecond.
+      railImbalanceRatio: 0.5,
+      railBusyBytesPerSecond: 1e9,
+      // RailscopeRailErrorsAcrossFleet: a rail's link errors per second above this many times
+      // the median rail's, and above railErrorsPerSecond.
+      railErrorsMedianFactor: 3,
+      railErrorsPerSecond: 0.1,
+      // RailscopePCIeAERCorrectable: correctable AER errors per second on a function.
+      aerCorrectablePerSecond: 0.1,
+      // RailscopeNICFarFromGPU: the NIC's nearest GPU at this distance or more (40 = SYS,
+      // across the CPU interconnect; see railscope_topology_nic_gpu_distance).
+      nicGPUDistance: 40,
+      // RailscopeNVLinkErrors: CRC and replay errors per second on a link.
+      nvlinkErrorsPerSecond: 1,
+      // RailscopeMemlockLimitSmall: the soft RLIMIT_MEMLOCK of init, in bytes.
+      memlockBytes: 1073741824,
+      // RailscopeSysfsReadBlocked: seconds a device's sysfs reads have been blocked.
+      sysfsBlockedSeconds: 60,
+      // RailscopeScrapeSlow: seconds a scrape takes.
+      scrapeSeconds: 5,
+      // The GPU temperature panel's threshold line, in °C (no alert: thermal slowdown itself
+      // raises RailscopeGPUThrottling). Set it to your GPUs' `GPU Max Operating Temp` from
+      // `nvidia-smi -q`.
+      gpuTemperatureCelsius: 85,
+    },
+
+    // XIDs by NVIDIA's catalogue action (alerts/RUNBOOK.md has the table).
+    xids: {
+      // Reset the GPU, reboot the node or replace the GPU: RailscopeGPUXidHardware.
+      hardware: [46, 48, 64, 74, 79, 95, 119, 120, 136, 140, 143, 155, 156, 158],
+      // The GPU went on working but asks for attention: RailscopeGPUXidWarning.
+      warning: [92, 94, 154],
+      // Usually the application's fault: RailscopeGPUXidApplication.
+      application: [13, 31, 43, 45],
+    },
+    // How long RailscopeGPUXidHardware keeps firing after the XID, so that the page stays
+    // until someone acts.
+    xidHardwareKeepFiringFor: '24h',
+
+    // Grafana.
+    dashboardTags: ['railscope', 'gpu', 'rdma'],
+    dashboardRefresh: '1m',
+    dashboardTimezone: '',
+    dashboardUIDs: {
+      node: 'railscope-node',
+      fleet: 'railscope-fleet',
+    },
+  },
+}

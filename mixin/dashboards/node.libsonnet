@@ -1,0 +1,503 @@
+// The node dashboard: one node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe,
+// topology, GPUs, NVLink, GPUDirect readiness and the railscope agent.
+function(config)
+  local lib = (import 'lib.libsonnet')(config);
+  local sel = lib.sel, rate = lib.rate, t = lib.t;
+  local railPort = lib.railPort, railDevice = lib.railDevice, railGpu = lib.railGpu, railPci = lib.railPci;
+  local PORT = lib.PORT;
+  local th = config.thresholds;
+
+  local overview = [
+    lib.row('Overview'),
+    lib.stat('Ports ACTIVE', [
+      t('sum(' + railPort(sel('railscope_ib_port_state') + ' == bool 4') + ')', 'active'),
+      t('count(' + railPort(sel('railscope_ib_port_state')) + ')', 'ports'),
+    ], desc='RDMA ports in state ACTIVE, and all RDMA ports of the node.'),
+    lib.stat('GPUs up', [
+      t('sum(' + sel('railscope_gpu_up') + ')', 'up'),
+      t('count(' + sel('railscope_gpu_up') + ')', 'GPUs'),
+    ], desc='GPUs that answered NVML in the last collection, and all GPUs.'),
+    lib.stat('Collectors failing',
+             [
+               t('count(' + sel('railscope_collector_success') + ' == 0) or vector(0)', 'failing'),
+             ],
+             thresholds=lib.steps([[1, 'red']]),
+             desc='Collectors that did not complete within the deadline in the last collection.'),
+    lib.stat('GPUDirect RDMA module',
+             [
+               t(sel('railscope_host_gpudirect_rdma_module_loaded'), 'nvidia_peermem'),
+             ],
+             mappings=lib.UPDOWN,
+             thresholds=lib.redBelow(1),
+             desc='nvidia_peermem (or nv_peer_mem) loaded: without it NCCL stages every transfer through host memory.'),
+    lib.stat('IOMMU mode',
+             [t(sel('railscope_host_iommu_mode') + ' == 1', '{{mode}}')],
+             mappings={ '1': { text: 'current' } },
+             desc='translated puts a page walk on every peer-to-peer DMA.'),
+    lib.stat('Firing railscope alerts', [
+      t('count(' + lib.ALERTS + ') or vector(0)', 'alerts'),
+    ], thresholds=lib.steps([[1, 'red']])),
+  ];
+
+  local portInfo =
+    sel('railscope_ib_port_info')
+    + ' * on (instance, device, port) group_left (rail, gpu, source) ' + sel('railscope_rail_info', lib.RAIL_EQ)
+    + ' * on (instance, device) group_left (hca_type, fw_ver, board_id, pci_address, numa_node) ' + sel('railscope_ib_device_info')
+    + ' or on (instance, device, port) (' + sel('railscope_ib_port_info')
+    + ' unless on (instance, device, port) ' + sel('railscope_rail_info') + ')';
+
+  local ports = [
+    lib.row('RDMA ports'),
+    lib.table('Ports: identity, state and rail',
+              [t(portInfo, instant=true)],
+              w=24,
+              h=8,
+              hide=['Time', 'Value', 'instance'],
+              desc='railscope_ib_port_info joined with railscope_rail_info (rail, nearest GPU, how the rail was found) '
+                   + 'and railscope_ib_device_info. Ports without a rail (front-end, storage) are listed whatever rail is chosen.'),
+    lib.timeline('Logical state',
+                 [t(railPort(sel('railscope_ib_port_state')), PORT)],
+                 lib.PORT_STATE,
+                 desc='4 ACTIVE is healthy; a port flapping between DOWN and ACTIVE shows as stripes.'),
+    lib.timeline('Physical state',
+                 [t(railPort(sel('railscope_ib_port_phys_state')), PORT)],
+                 lib.PHYS_STATE,
+                 desc='5 LinkUp is healthy; Polling means no peer, LinkErrorRecovery a link retraining.'),
+    lib.ts('Active rate',
+           [t(railPort('8 * ' + sel('railscope_ib_port_rate_bytes_per_second')), PORT)],
+           'bps',
+           w=8,
+           desc='Active rate of all lanes in bits per second, as ibstat prints it (Rate: 400). '
+                + 'A port below its siblings trained down (400 Gb/s port at 200 Gb/s).'),
+    lib.ts('Link width',
+           [t(railPort(sel('railscope_ib_port_link_width_lanes')), PORT)],
+           'short',
+           w=8,
+           desc='Active lanes: 2X instead of 4X is a lost lane (cable, connector).'),
+    lib.ts('MTU: RDMA active vs netdev', [
+      t(railPort(sel('railscope_ib_port_active_mtu_bytes')), PORT + ' RDMA active'),
+      t(railPort(sel('railscope_ib_port_netdev_mtu_bytes')), PORT + ' netdev'),
+    ], 'bytes', w=8, desc='A RoCE netdev at 1500 gives RDMA MTU 1024 while its peers run 4096. '
+                        + 'InfiniBand ports have an active MTU only when libibverbs is installed.'),
+    lib.ts('Port data rate', [
+      t(railPort(rate('railscope_ib_port_data_bytes_total')), PORT + ' {{direction}}'),
+    ], 'Bps', desc='PMA port_rcv_data / port_xmit_data.'),
+    lib.ts('Port utilization', [
+      t(railPort(rate('railscope_ib_port_data_bytes_total') + ' / on (instance, device, port) group_left () '
+                 + sel('railscope_ib_port_rate_bytes_per_second')), PORT + ' {{direction}}'),
+    ], 'percentunit', desc='Data rate over the active rate, per direction.'),
+    lib.ts('Packet rate', [
+      t(railPort(rate('railscope_ib_port_packets_total')), PORT + ' {{direction}}'),
+    ], 'pps', w=8),
+    lib.ts('Transmit wait',
+           [
+             t(railPort(rate('railscope_ib_port_transmit_wait_total')), PORT),
+           ],
+           'short',
+           w=8,
+           desc='port_xmit_wait ticks per second: time with data to send and no credits (congestion downstream).'),
+    lib.table('LIDs', [
+      t(railPort(sel('railscope_ib_port_lid')), instant=true),
+      t(railPort(sel('railscope_ib_port_sm_lid')), instant=true),
+    ], w=8, hide=['Time', 'instance'], desc='Value #A: base LID, Value #B: subnet manager LID (InfiniBand ports).'),
+  ];
+
+  local errors = [
+    lib.row('Port error counters'),
+    lib.ts('Symbol errors',
+           [t(railPort(rate('railscope_ib_port_symbol_errors_total')), PORT)],
+           'cps',
+           w=8,
+           desc='Above rate × 1e-12 per second the link exceeds the IBTA bit error rate limit.'),
+    // Symbol errors per bit sent at the active rate: the link's bit error rate, against the
+    // level where RailscopeSymbolErrorsAboveBER fires. Ports with no active rate are left out
+    // (no division by zero).
+    lib.ts('Bit error rate (symbol errors per bit)',
+           [
+             t(railPort(rate('railscope_ib_port_symbol_errors_total') + ' / on (instance, device, port) group_left () ('
+                        + sel('railscope_ib_port_rate_bytes_per_second') + ' * 8 > 0)'), PORT),
+           ],
+           'sci',
+           w=8,
+           alertAt=th.symbolErrorBER,
+           custom={ scaleDistribution: { type: 'log', log: 10 } },
+           desc='Symbol errors per second over the active rate in bits per second. The dashed line is the '
+                + 'IBTA limit, where RailscopeSymbolErrorsAboveBER fires (sustained over 15 minutes).'),
+    lib.ts('Link error recovery and link downed', [
+      t(railPort(rate('railscope_ib_port_link_error_recovery_total', fn='increase')), PORT + ' recovery'),
+      t(railPort(rate('railscope_ib_port_link_downed_total', fn='increase')), PORT + ' downed'),
+    ], 'short', w=8, desc='Increase per interval: every event retrains the link or drops it.'),
+    lib.ts('Receive errors', [
+      t(railPort(rate('railscope_ib_port_receive_errors_total')), PORT + ' rcv'),
+      t(railPort(rate('railscope_ib_port_receive_remote_physical_errors_total')), PORT + ' remote physical'),
+      t(railPort(rate('railscope_ib_port_receive_switch_relay_errors_total')), PORT + ' switch relay'),
+    ], 'cps', w=8),
+    lib.ts('Transmit discards and constraint errors', [
+      t(railPort(rate('railscope_ib_port_transmit_discards_total')), PORT + ' xmit discards'),
+      t(railPort(rate('railscope_ib_port_transmit_constraint_errors_total')), PORT + ' xmit constraint'),
+      t(railPort(rate('railscope_ib_port_receive_constraint_errors_total')), PORT + ' rcv constraint'),
+    ], 'cps', w=8),
+    lib.ts('Integrity, buffer overrun, VL15', [
+      t(railPort(rate('railscope_ib_port_local_link_integrity_errors_total')), PORT + ' link integrity'),
+      t(railPort(rate('railscope_ib_port_excessive_buffer_overrun_errors_total')), PORT + ' buffer overrun'),
+      t(railPort(rate('railscope_ib_port_vl15_dropped_total')), PORT + ' VL15 dropped'),
+    ], 'cps', w=8),
+    lib.table('Saturated PMA counters (worst first)',
+              [
+                t('topk(20, ' + railPort(sel('railscope_ib_port_pma_saturated')) + ')', instant=true),
+              ],
+              w=8,
+              hide=['Time', 'instance'],
+              thresholds=lib.steps([[1, 'red']]),
+              sort=['Value', true],
+              desc='1: the counter is stuck at its maximum and can no longer show new errors. Reset it (perfquery -x -R).'),
+    lib.ts('Device read errors',
+           [t(railDevice(sel('railscope_ib_device_read_errors')), '{{device}}')],
+           'short',
+           w=8,
+           desc='Files of the device that failed in the last collection.'),
+    lib.table('Other PMA counters (raw)', [
+      t(railPort(sel('railscope_ib_port_pma_other_total')), instant=true),
+    ], w=8, hide=['Time', 'instance'], desc="Any other counters/ file, raw (OFED's port_rcv_discards, say)."),
+  ];
+
+  local congestion = [
+    lib.row('RoCE congestion'),
+    lib.ts('PFC pause fraction',
+           [
+             t(rate('railscope_pfc_pause_duration_seconds_total'), '{{netdev}} prio {{priority}} {{direction}}'),
+           ],
+           'percentunit',
+           desc='rate(railscope_pfc_pause_duration_seconds_total): the fraction of time a priority was paused. '
+                + 'A pause storm eats the link while every drop counter reads zero. The dashed line is '
+                + 'where RailscopePFCPauseStorm fires.',
+           alertAt=th.pfcPauseFraction),
+    lib.ts('PFC pause frames', [
+      t(rate('railscope_pfc_pause_frames_total'), '{{netdev}} prio {{priority}} {{direction}}'),
+    ], 'pps'),
+    lib.ts('Pause storm events', [
+      t(rate('railscope_pfc_pause_storm_events_total', fn='increase'), '{{netdev}} {{level}}'),
+    ], 'short', w=8, desc='The NIC detected it was stuck pausing (tx_pause_storm_*_events).'),
+    lib.ts('CNP and ECN',
+           [
+             t(railPort(rate('railscope_rdma_port_hw_stat_total', 'counter=~"' + lib.HW_CNP + '"')), PORT + ' {{counter}}'),
+           ],
+           'pps',
+           w=8,
+           desc='np_cnp_sent: CNPs this port sent as notification point (it received ECN-marked packets); '
+                + 'rp_cnp_handled: CNPs it reacted to as reaction point; np_ecn_marked_roce_packets.'),
+    lib.ts('RoCE retransmissions and timeouts',
+           [
+             t(railPort(rate('railscope_rdma_port_hw_stat_total', 'counter=~"' + lib.HW_RETRANS + '"')), PORT + ' {{counter}}'),
+           ],
+           'cps',
+           w=8,
+           desc='local_ack_timeout_err, out_of_sequence, packet_seq_err, implied_nak_seq_err and friends: '
+                + 'drops in the fabric turn into retransmissions here.'),
+    lib.ts('Out of buffer', [
+      t(railPort(rate('railscope_rdma_port_hw_stat_total', 'counter="out_of_buffer"')), PORT),
+    ], 'cps', w=8, desc='Packets dropped because no receive WQE was posted (slow consumer).'),
+    lib.ts('Per-priority discards', [
+      t(rate('railscope_netdev_priority_discards_total'), '{{netdev}} prio {{priority}} {{reason}}'),
+    ], 'pps', w=8),
+    lib.table('PFC enabled priorities (DCB)', [
+      t(sel('railscope_dcb_pfc_enabled') + ' == 1', instant=true),
+    ], w=8, hide=['Time', 'instance', 'Value'], desc='A RoCE priority without PFC drops instead of pausing.'),
+    lib.table('Driver counters (raw, now)',
+              [
+                t(railPort(sel('railscope_rdma_port_hw_stat_total')), instant=true),
+              ],
+              w=24,
+              h=8,
+              hide=['Time', 'instance'],
+              sort=['Value', true],
+              desc='Every port driver counter as the driver names it.'),
+  ];
+
+  local gids = [
+    lib.row('GIDs'),
+    lib.table('GID entries by type',
+              [
+                t(railPort(sel('railscope_ib_port_gid_entries')), instant=true),
+              ],
+              w=8,
+              hide=['Time', 'instance'],
+              desc='A RoCE port with 0 RoCE v2 entries has no address NCCL can use (no IP on the netdev).'),
+    lib.table('GID table',
+              [t(railPort(sel('railscope_ib_port_gid_info')), instant=true)],
+              w=16,
+              hide=['Time', 'instance', 'Value']),
+  ];
+
+  local netdevs = [
+    lib.row('Netdevs'),
+    lib.table('Netdevs',
+              [
+                t(sel('railscope_netdev_info'), instant=true),
+                t(sel('railscope_netdev_mtu_bytes'), instant=true),
+                t(sel('railscope_netdev_up'), instant=true),
+                t(sel('railscope_netdev_carrier'), instant=true),
+              ],
+              w=24,
+              h=7,
+              hide=['Time', 'instance', 'Value #A', 'Value'],
+              desc='Value #B: MTU, Value #C: operstate up, Value #D: carrier.'),
+    lib.ts('Netdev speed', [t(sel('railscope_netdev_speed_bytes_per_second'), '{{netdev}}')], 'Bps', w=8),
+    lib.ts('Netdev traffic', [t(rate('railscope_netdev_bytes_total'), '{{netdev}} {{direction}}')], 'Bps', w=8),
+    lib.ts('Netdev errors and drops', [
+      t(rate('railscope_netdev_errors_total'), '{{netdev}} {{direction}} errors'),
+      t(rate('railscope_netdev_drops_total'), '{{netdev}} {{direction}} drops'),
+    ], 'pps', w=8),
+    lib.ts('Carrier changes', [
+      t(rate('railscope_netdev_carrier_changes_total', fn='increase'), '{{netdev}}'),
+    ], 'short', w=8),
+    lib.ts('PHY: FEC corrected bits and symbol errors', [
+      t(rate('railscope_netdev_phy_fec_corrected_bit_errors_total'), '{{netdev}} FEC corrected bits'),
+      t(rate('railscope_netdev_phy_symbol_errors_total'), '{{netdev}} symbol errors'),
+    ], 'cps', w=8, desc='FEC corrections climbing are a link degrading before it drops packets.'),
+    lib.ts('Out-of-buffer discards (netdev)', [
+      t(rate('railscope_netdev_out_of_buffer_discards_total'), '{{netdev}}'),
+    ], 'pps', w=8),
+  ];
+
+  local pciJoin = ' * on (instance, pci_address) group_left (role, rdma_device, gpu) '
+                  + sel('railscope_pci_device_info', lib.NIC_GPU);
+  local pcie = [
+    lib.row('PCIe'),
+    lib.table('NIC and GPU links: width and speed vs max',
+              [
+                t(railPci(sel('railscope_pci_link_width_lanes') + pciJoin), instant=true),
+                t(railPci(sel('railscope_pci_link_max_width_lanes') + pciJoin), instant=true),
+                t(railPci(sel('railscope_pci_link_speed_transfers_per_second') + pciJoin), instant=true),
+                t(railPci(sel('railscope_pci_link_max_speed_transfers_per_second') + pciJoin), instant=true),
+              ],
+              w=12,
+              h=9,
+              hide=['Time', 'instance'],
+              desc='Value #A width, #B max width (lanes), #C speed, #D max speed (transfers/s per lane; 32e9 Gen5). '
+                   + 'GPUs lower their speed at idle: compare width, or speed under load.'),
+    lib.ts('Width and speed over max', [
+      t(railPci(sel('railscope_pci_link_width_lanes') + ' / ' + sel('railscope_pci_link_max_width_lanes') + pciJoin),
+        '{{role}} {{rdma_device}}{{gpu}} {{pci_address}} width'),
+      t(railPci(sel('railscope_pci_link_speed_transfers_per_second') + ' / '
+                + sel('railscope_pci_link_max_speed_transfers_per_second') + pciJoin),
+        '{{role}} {{rdma_device}}{{gpu}} {{pci_address}} speed'),
+    ], 'percentunit', w=12, h=9, desc='1 is the full link; below 1 trained down.'),
+    lib.ts('AER errors', [
+      t('sum by (instance, pci_address, severity) (' + rate('railscope_pci_aer_errors_total') + ')'
+        + ' * on (instance, pci_address) group_left (role, rdma_device, gpu) ' + sel('railscope_pci_device_info'),
+        '{{role}} {{rdma_device}}{{gpu}} {{pci_address}} {{severity}}'),
+    ], 'cps', w=12, desc='Climbing correctable errors are a marginal link (riser, cable, slot) before it fails.'),
+    lib.table('AER errors by type (totals, top 20)', [
+      t('topk(20, ' + sel('railscope_pci_aer_errors_by_type_total') + ')', instant=true),
+    ], w=12, hide=['Time', 'instance'], sort=['Value', true]),
+    lib.table('ACS state of bridges',
+              [t(sel('railscope_pci_acs_state') + ' == 1', instant=true)],
+              w=12,
+              hide=['Time', 'instance', 'Value'],
+              desc='redirect sends GPU↔NIC peer-to-peer traffic up through the root complex.'),
+    lib.table('PCI functions',
+              [t(sel('railscope_pci_device_info'), instant=true)],
+              w=12,
+              hide=['Time', 'instance', 'Value']),
+  ];
+
+  local topology = [
+    lib.row('Topology and rails'),
+    lib.table('Rails',
+              [t(sel('railscope_rail_info', 'rail=~"$rail"'), instant=true)],
+              w=8,
+              hide=['Time', 'instance', 'Value'],
+              desc='The rail of every RDMA port: derived (matched with a GPU), pci_order, or configured.'),
+    lib.table('NIC ↔ GPU distance',
+              [
+                t(railDevice(sel('railscope_topology_nic_gpu_distance')), instant=true),
+              ],
+              w=16,
+              matrix=['device', 'gpu'],
+              mappings=lib.DISTANCE,
+              thresholds=lib.steps([[30, 'yellow'], [40, 'orange'], [50, 'red']]),
+              desc='Rows: RDMA devices, columns: GPUs, as nvidia-smi topo -m classifies them from PCI paths.'),
+    lib.table('Nearest GPU per NIC',
+              [
+                t(railDevice(sel('railscope_topology_nic_nearest_gpu_info')), instant=true),
+              ],
+              w=12,
+              hide=['Time', 'instance', 'Value'],
+              desc='A NIC whose nearest GPU is NODE or SYS sends GPUDirect traffic across the CPU.'),
+    lib.table('GPUs in PCI order',
+              [t(railGpu(sel('railscope_topology_gpu_info')), instant=true)],
+              w=12,
+              hide=['Time', 'instance', 'Value']),
+  ];
+
+  local gpus = [
+    lib.row('GPUs'),
+    lib.table('GPUs',
+              [
+                t(railGpu(sel('railscope_gpu_info')), instant=true),
+                t(railGpu(sel('railscope_gpu_state') + ' == 1'), instant=true),
+              ],
+              w=24,
+              h=7,
+              hide=['Time', 'instance', 'Value #A', 'Value #B'],
+              desc='Identity and state (ok, lost: fallen off the bus, timeout: NVML hanging, error).'),
+    lib.ts('Utilization',
+           [t(railGpu(sel('railscope_gpu_utilization_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8),
+    lib.ts('Memory activity',
+           [t(railGpu(sel('railscope_gpu_memory_utilization_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8),
+    lib.ts('Memory used', [
+      t(railGpu(sel('railscope_gpu_memory_used_bytes') + ' / ' + sel('railscope_gpu_memory_total_bytes')),
+        'GPU {{gpu}}'),
+    ], 'percentunit', w=8),
+    lib.ts('Temperature',
+           [t(railGpu(sel('railscope_gpu_temperature_celsius')), 'GPU {{gpu}}')],
+           'celsius',
+           w=8,
+           alertAt=th.gpuTemperatureCelsius,
+           desc='The dashed line is the maximum operating temperature (thresholds.gpuTemperatureCelsius); '
+                + 'thermal slowdown above it raises RailscopeGPUThrottling.'),
+    lib.ts('Power vs limit', [
+      t(railGpu(sel('railscope_gpu_power_watts')), 'GPU {{gpu}}'),
+      t(railGpu(sel('railscope_gpu_power_limit_watts')), 'GPU {{gpu}} limit'),
+    ], 'watt', w=8),
+    lib.ts('Clocks over max', [
+      t(railGpu(sel('railscope_gpu_clock_hertz') + ' / ' + sel('railscope_gpu_clock_max_hertz')),
+        'GPU {{gpu}} {{clock}}'),
+    ], 'percentunit', w=8),
+    lib.ts('GPUs throttled, by reason', [
+      t('sum by (instance, reason) (' + railGpu(sel('railscope_gpu_throttle_reason')) + ')', '{{reason}}'),
+    ], 'short', w=8, desc='Sustained thermal or power throttling slows every rank of a job.'),
+    lib.ts('ECC errors (volatile)', [
+      t(railGpu(rate('railscope_gpu_ecc_errors_total', 'scope="volatile"', fn='increase')),
+        'GPU {{gpu}} {{type}}'),
+    ], 'short', w=8),
+    lib.ts('XID errors', [
+      t(railGpu(rate('railscope_gpu_xid_errors_total', fn='increase')), 'GPU {{gpu}} XID {{xid}}'),
+    ], 'short', w=8, desc='48 double-bit ECC, 79 fallen off the bus, 13/31/43 usually the application.'),
+    lib.table('Memory health',
+              [
+                t(railGpu(sel('railscope_gpu_ecc_errors_total', 'scope="aggregate"')), instant=true),
+                t(railGpu(sel('railscope_gpu_remapped_rows')), instant=true),
+                t(railGpu(sel('railscope_gpu_remapped_rows_pending')), instant=true),
+                t(railGpu(sel('railscope_gpu_remapped_rows_failure')), instant=true),
+              ],
+              w=12,
+              hide=['Time', 'instance'],
+              merge=false,
+              desc='Lifetime ECC counts, remapped rows, a remap waiting for a reset, a failed remap (service the GPU).'),
+    lib.table('Fabric and retired pages',
+              [
+                t(railGpu(sel('railscope_gpu_fabric_state')), instant=true),
+                t(railGpu(sel('railscope_gpu_fabric_status')), instant=true),
+                t(railGpu(sel('railscope_gpu_retired_pages')), instant=true),
+              ],
+              w=12,
+              hide=['Time', 'instance'],
+              merge=false,
+              desc='NVSwitch fabric registration (3 completed, status 0 success); retired pages on pre-Ampere GPUs.'),
+    lib.table('GPU PCIe (NVML)', [
+      t(railGpu(sel('railscope_gpu_pcie_link_generation')), instant=true),
+      t(railGpu(sel('railscope_gpu_pcie_link_max_generation')), instant=true),
+      t(railGpu(sel('railscope_gpu_pcie_link_width_lanes')), instant=true),
+      t(railGpu(sel('railscope_gpu_pcie_link_max_width_lanes')), instant=true),
+    ], w=8, hide=['Time', 'instance'], desc='#A generation, #B max generation, #C width, #D max width.'),
+    lib.ts('GPU PCIe replays',
+           [t(railGpu(rate('railscope_gpu_pcie_replays_total')), 'GPU {{gpu}}')],
+           'cps',
+           w=8),
+    lib.ts('GPU PCIe throughput', [
+      t(railGpu(sel('railscope_gpu_pcie_throughput_bytes_per_second')), 'GPU {{gpu}} {{direction}}'),
+    ], 'Bps', w=8),
+  ];
+
+  local nvlink = [
+    lib.row('NVLink', collapsed=true),
+    lib.ts('Active links per GPU', [
+      t('sum by (instance, gpu) (' + railGpu(sel('railscope_nvlink_up')) + ')', 'GPU {{gpu}} active'),
+      t('count by (instance, gpu) (' + railGpu(sel('railscope_nvlink_up')) + ')', 'GPU {{gpu}} links'),
+    ], 'short', w=8, desc='An inactive link among active siblings is a fault.'),
+    lib.table('Inactive links (worst first)', [
+      t('bottomk(20, ' + railGpu(sel('railscope_nvlink_up')) + ')', instant=true),
+    ], w=8, hide=['Time', 'instance'], thresholds=lib.redBelow(1), mappings=lib.UPDOWN, sort=['Value', false]),
+    lib.ts('NVLink errors by GPU', [
+      t('sum by (instance, gpu, type) (' + railGpu(rate('railscope_nvlink_errors_total')) + ')',
+        'GPU {{gpu}} {{type}}'),
+    ], 'cps', w=8, desc='replay, recovery, crc_flit, crc_data per second.'),
+    lib.table('NVLink error rate per link (top 20)', [
+      t('topk(20, ' + railGpu(rate('railscope_nvlink_errors_total')) + ')', instant=true),
+    ], w=8, hide=['Time', 'instance'], unit='cps', sort=['Value', true]),
+    lib.ts('NVLink data rate per GPU', [
+      t('sum by (instance, gpu, direction) (' + railGpu(rate('railscope_nvlink_data_bytes_total')) + ')',
+        'GPU {{gpu}} {{direction}}'),
+    ], 'Bps', w=8),
+    lib.ts('NVLink data rate per link', [
+      t(railGpu(rate('railscope_nvlink_data_bytes_total')), 'GPU {{gpu}} link {{link}} {{direction}}'),
+    ], 'Bps', w=8),
+    lib.table('NVLink remote ends and versions', [
+      t(railGpu(sel('railscope_nvlink_remote_info')), instant=true),
+      t(railGpu(sel('railscope_nvlink_version')), instant=true),
+    ], w=24, hide=['Time', 'instance', 'Value #A'], desc='#B: NVLink version.'),
+  ];
+
+  local host = [
+    lib.row('Host: GPUDirect readiness', collapsed=true),
+    lib.table('Kernel modules',
+              [t(sel('railscope_host_kernel_module_loaded'), instant=true)],
+              w=6,
+              hide=['Time', 'instance'],
+              mappings=lib.UPDOWN),
+    lib.table('IOMMU',
+              [
+                t(sel('railscope_host_iommu_mode') + ' == 1', instant=true),
+                t(sel('railscope_host_iommu_info'), instant=true),
+                t(sel('railscope_host_iommu_units'), instant=true),
+              ],
+              w=10,
+              hide=['Time', 'instance', 'Value #A', 'Value #B'],
+              merge=false,
+              desc="Mode, where it came from and the kernel's IOMMU parameters; #C IOMMU units."),
+    lib.table('Memlock limits',
+              [t(sel('railscope_host_memlock_limit_bytes'), instant=true)],
+              w=8,
+              unit='bytes',
+              hide=['Time', 'instance'],
+              desc='RDMA memory registration fails with ENOMEM past RLIMIT_MEMLOCK; +Inf is unlimited.'),
+  ];
+
+  local agent = [
+    lib.row('Agent', collapsed=true),
+    lib.timeline('Collector success',
+                 [t(sel('railscope_collector_success'), '{{collector}}')],
+                 { '0': { text: 'failed', color: 'red' }, '1': { text: 'ok', color: 'green' } }),
+    lib.ts('Collector duration', [t(sel('railscope_collector_duration_seconds'), '{{collector}}')], 's'),
+    lib.ts('Collector errors', [
+      t(rate('railscope_collector_errors_total'), '{{collector}} errors/s'),
+      t(sel('railscope_collector_last_errors'), '{{collector}} in last collection'),
+    ], 'short', w=8),
+    lib.ts('Scrapes vs collections', [
+      t(rate('railscope_scrape_requests_total'), 'scrapes'),
+      t(rate('railscope_collections_total'), 'collections'),
+    ], 'reqps', w=8, desc='Scrapes arriving while a collection runs share it.'),
+    lib.ts('Scrape duration and up', [
+      t(sel('scrape_duration_seconds'), 'scrape duration'),
+      t(sel('up'), 'up'),
+    ], 's', w=8),
+    lib.ts('Process memory', [t(sel('process_resident_memory_bytes'), 'resident')], 'bytes', w=8),
+    lib.ts('Process CPU', [t(rate('process_cpu_seconds_total'), 'CPU')], 'percentunit', w=8),
+    lib.table('Build', [t(sel('railscope_build_info'), instant=true)], w=8, hide=['Time', 'instance', 'Value']),
+  ];
+
+  lib.dashboard(
+    config.dashboardUIDs.node,
+    'railscope / node',
+    "One node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe, topology, "
+    + 'GPUs, NVLink, GPUDirect readiness and the railscope agent.',
+    overview + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + nvlink + host + agent,
+    fleet=false,
+    runbooks=lib.runbooks.node,
+  )

@@ -1,0 +1,56 @@
+// What the rule files share: the values their expressions interpolate, and what every alert
+// takes from the config (its runbook link and any severity override).
+{
+  // A number as a PromQL literal: integers exactly, others to 15 significant digits (jsonnet's
+  // own `%s` would print 0.2 as 0.20000000000000001).
+  num(x):: std.format('%.15g', x),
+
+  // The `%(name)s` values of the rule expressions: `selector` (railscopeSelector), `cluster`
+  // (clusterLabel, first in every `by` and `on` list), each of config.thresholds by its name,
+  // and the XID lists as regular expressions (xidHardware, xidWarning, xidApplication).
+  params(config):: {
+    selector: config.railscopeSelector,
+    cluster: config.clusterLabel,
+    xidHardware: std.join('|', [std.toString(x) for x in config.xids.hardware]),
+    xidWarning: std.join('|', [std.toString(x) for x in config.xids.warning]),
+    xidApplication: std.join('|', [std.toString(x) for x in config.xids.application]),
+    // For the words of summaries and descriptions.
+    railImbalancePercent: $.num(config.thresholds.railImbalanceRatio * 100),
+    railBusyGBps: $.num(config.thresholds.railBusyBytesPerSecond / 1e9),
+  } + {
+    [k]: $.num(config.thresholds[k])
+    for k in std.objectFields(config.thresholds)
+  },
+
+  // Every alert gets an absolute runbook_url from runbookURLPattern (the alert name in lower
+  // case is its heading's anchor in alerts/RUNBOOK.md) and the severity severityOverrides gives
+  // it. An override naming no alert stops the render: a typo would otherwise change nothing.
+  finish(config, groups)::
+    local names = std.set([r.alert for g in groups for r in g.rules if std.objectHas(r, 'alert')]);
+    local unknown = [n for n in std.objectFields(config.severityOverrides) if !std.setMember(n, names)];
+    local severities = std.set(['critical', 'warning', 'info']);
+    local bad = [
+      n
+      for n in std.objectFields(config.severityOverrides)
+      if !std.setMember(config.severityOverrides[n], severities)
+    ];
+    assert std.length(unknown) == 0 : 'severityOverrides: no alert is named ' + std.join(', ', unknown);
+    assert std.length(bad) == 0 : 'severityOverrides: ' + std.join(', ', bad) + ': a severity is critical, warning or info';
+    assert std.length(std.findSubstr('%s', config.runbookURLPattern)) == 1 : 'runbookURLPattern: needs one %s, where the alert name goes';
+    [
+      g {
+        rules: [
+          r {
+            labels+: if std.objectHas(config.severityOverrides, r.alert)
+            then { severity: config.severityOverrides[r.alert] }
+            else {},
+            annotations+: {
+              runbook_url: std.format(config.runbookURLPattern, std.asciiLower(r.alert)),
+            },
+          }
+          for r in g.rules
+        ],
+      }
+      for g in groups
+    ],
+}

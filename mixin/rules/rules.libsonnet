@@ -1,0 +1,159 @@
+// railscope's recording rules. Fleet-wide comparisons go through them so they stay cheap at
+// 10,000 nodes: each node's series are joined with its model once, and the peer maxima are one
+// small series per model. `%(selector)s`, `%(cluster)s` and the thresholds come from
+// config.libsonnet (see lib/rules.libsonnet).
+local lib = import '../lib/rules.libsonnet';
+{
+  prometheusRules+:: {
+    local p = lib.params($._config),
+    groups+: [
+      {
+        name: 'railscope.recording',
+        interval: '1m',
+        rules: [
+          // One series per RDMA port carrying its rail ("none" where no rail is known), for alerts
+          // to join: `* on(instance, device, port) group_left(rail) railscope:port_rail:info`.
+          {
+            record: 'railscope:port_rail:info',
+            expr: |||
+              max by (%(cluster)s, instance, device, port, rail) (railscope_rail_info{%(selector)s})
+              or on (%(cluster)s, instance, device, port)
+              label_replace(max by (%(cluster)s, instance, device, port) (railscope_ib_port_info{%(selector)s}), "rail", "none", "", "")
+            ||| % p,
+          },
+          // Ports a node keeps outside its rails on purpose: it has rails, and this port is not
+          // on one (`--collector.topology.rail-exclude`, or left out of `--collector.topology.rails`):
+          // a front-end or storage NIC, which may rightly run another MTU. A node without any rail
+          // information has no such ports: all of its ports are checked.
+          {
+            record: 'railscope:port_outside_rails:info',
+            expr: |||
+              railscope:port_rail:info{rail="none"} and on (%(cluster)s, instance) railscope_rail_info{%(selector)s}
+            ||| % p,
+          },
+          // One series per GPU carrying the rail it feeds ("none" where no rail is known).
+          {
+            record: 'railscope:gpu_rail:info',
+            expr: |||
+              max by (%(cluster)s, instance, gpu, rail) (railscope_rail_info{%(selector)s, gpu!=""})
+              or on (%(cluster)s, instance, gpu)
+              label_replace(max by (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s}), "rail", "none", "", "")
+            ||| % p,
+          },
+          // Each GPU's rail and what identifies it outside railscope: its PCI address (what
+          // dmesg's `Xid (PCI:0000:2b:00)` names), UUID and serial (what an RMA asks for), from
+          // railscope_gpu_info; without it (a lost GPU's identity not yet read), the rail alone.
+          {
+            record: 'railscope:gpu_identity:info',
+            expr: |||
+              railscope:gpu_rail:info
+              * on (%(cluster)s, instance, gpu) group_left (pci_address, uuid, serial)
+              max by (%(cluster)s, instance, gpu, pci_address, uuid, serial) (railscope_gpu_info{%(selector)s})
+              or on (%(cluster)s, instance, gpu)
+              railscope:gpu_rail:info
+            ||| % p,
+          },
+          // Port rate and width with the adapter model, and the best of each model in the fleet.
+          // Peers are the ports of the same adapter model on the same rail across the fleet.
+          {
+            record: 'railscope:ib_port_rate_bytes_per_second:by_model',
+            expr: |||
+              railscope_ib_port_rate_bytes_per_second{%(selector)s}
+              * on (%(cluster)s, instance, device) group_left (hca_type) railscope_ib_device_info{%(selector)s}
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+          },
+          {
+            record: 'railscope:ib_port_rate_bytes_per_second:max_by_model',
+            expr: 'max by (%(cluster)s, hca_type, rail) (railscope:ib_port_rate_bytes_per_second:by_model)' % p,
+          },
+          {
+            record: 'railscope:ib_port_link_width_lanes:by_model',
+            expr: |||
+              railscope_ib_port_link_width_lanes{%(selector)s}
+              * on (%(cluster)s, instance, device) group_left (hca_type) railscope_ib_device_info{%(selector)s}
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+          },
+          {
+            record: 'railscope:ib_port_link_width_lanes:max_by_model',
+            expr: 'max by (%(cluster)s, hca_type, rail) (railscope:ib_port_link_width_lanes:by_model)' % p,
+          },
+          // Active MTU by link layer, and the fleet's most common value per link layer is the max
+          // here: a port below the fleet's max is what a mismatch looks like.
+          {
+            record: 'railscope:ib_port_active_mtu_bytes:by_link_layer',
+            expr: |||
+              railscope_ib_port_active_mtu_bytes{%(selector)s}
+              * on (%(cluster)s, instance, device, port) group_left (link_layer) max by (%(cluster)s, instance, device, port, link_layer) (railscope_ib_port_info{%(selector)s})
+              unless on (%(cluster)s, instance, device, port) railscope:port_outside_rails:info
+            ||| % p,
+          },
+          {
+            record: 'railscope:ib_port_active_mtu_bytes:max_by_link_layer',
+            expr: 'max by (%(cluster)s, link_layer) (railscope:ib_port_active_mtu_bytes:by_link_layer)' % p,
+          },
+          // Data rate per port and the mean over a node's rails, for rail imbalance.
+          {
+            record: 'railscope:ib_port_data_bytes:rate5m',
+            expr: 'sum without (direction) (rate(railscope_ib_port_data_bytes_total{%(selector)s}[5m]))' % p,
+          },
+          // Rail ports that carry a job: the rail's GPU was busy (over 20 % utilization) for the
+          // last 5 minutes. On a node whose GPUs are not watched (no gpu collector or no NVML)
+          // every rail port counts. A 4-GPU job on an 8-rail node leaves four rails idle, and
+          // idle rails are not degraded ones.
+          {
+            record: 'railscope:port_in_use:info',
+            expr: |||
+              max by (%(cluster)s, instance, device, port) (
+                railscope_rail_info{%(selector)s}
+                and on (%(cluster)s, instance, gpu) (avg_over_time(railscope_gpu_utilization_ratio{%(selector)s}[5m]) > %(gpuBusyUtilization)s)
+              )
+              or on (%(cluster)s, instance, device, port)
+              max by (%(cluster)s, instance, device, port) (
+                railscope_rail_info{%(selector)s} unless on (%(cluster)s, instance) railscope_gpu_utilization_ratio{%(selector)s}
+              )
+            ||| % p,
+          },
+          {
+            record: 'railscope:ib_port_data_bytes:rate5m_rail_median',
+            expr: |||
+              quantile by (%(cluster)s, instance) (0.5,
+                railscope:ib_port_data_bytes:rate5m
+                and on (%(cluster)s, instance, device, port) railscope:port_in_use:info
+              )
+            ||| % p,
+          },
+          // Link errors per rail summed over the fleet: one rail far above the others is the
+          // signature of a bad leaf switch.
+          {
+            record: 'railscope:rail_link_errors:rate15m',
+            expr: |||
+              sum by (%(cluster)s, rail) (
+                (
+                  rate(railscope_ib_port_symbol_errors_total{%(selector)s}[15m])
+                  + on (%(cluster)s, instance, device, port) rate(railscope_ib_port_receive_errors_total{%(selector)s}[15m])
+                  + on (%(cluster)s, instance, device, port) rate(railscope_ib_port_link_downed_total{%(selector)s}[15m])
+                )
+                * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info{rail!="none"}
+              )
+            ||| % p,
+          },
+          // The RDMA port (and rail) behind each RoCE netdev, for netdev alerts.
+          {
+            record: 'railscope:netdev_port:info',
+            expr: |||
+              max by (%(cluster)s, instance, netdev, device, port) (railscope_ib_port_info{%(selector)s, netdev!=""})
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+          },
+          // Non-empty GID entries per port, to spot a GID table that changed.
+          {
+            record: 'railscope:ib_port_gid_entries:sum',
+            expr: 'sum by (%(cluster)s, instance, device, port) (railscope_ib_port_gid_entries{%(selector)s})' % p,
+          },
+        ],
+      },
+    ],
+  },
+}

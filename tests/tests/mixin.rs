@@ -1,0 +1,216 @@
+//! The monitoring mixin (`mixin/`): the shipped rule file, PrometheusRule and dashboards are
+//! what it renders with its default parameters, and every parameter reaches every rule.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use railscope_tests::{rules_of, shipped_alerts, workspace, yaml_to_json};
+
+fn render(args: &[&str]) -> Output {
+    Command::new("python3")
+        .arg(workspace().join("mixin/render.py"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 ({e}); install python3"))
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn render_with(config: &str, dir: &Path) -> Output {
+    let file = dir.join("overrides.libsonnet");
+    std::fs::write(&file, config).unwrap();
+    render(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn shipped_files_are_what_the_mixin_renders() {
+    let out = render(&["--check"]);
+    assert!(
+        out.status.success(),
+        "run python3 mixin/render.py (it needs the Debian package jsonnet):\n{}",
+        said(&out)
+    );
+}
+
+/// Raw series (not recording rules) named in a PromQL expression, with what follows each.
+fn raw_series(expr: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let bytes = expr.as_bytes();
+    for (i, _) in expr.match_indices("railscope_") {
+        let before = if i == 0 { b' ' } else { bytes[i - 1] };
+        if before == b':' || before.is_ascii_alphanumeric() || before == b'_' {
+            continue;
+        }
+        let name_len = expr[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(expr.len() - i);
+        let name = &expr[i..i + name_len];
+        let rest = &expr[i + name_len..];
+        found.push((name.to_owned(), rest.chars().take(40).collect()));
+    }
+    found
+}
+
+/// The label lists of every `by (...)` and `on (...)` in an expression.
+fn grouping_lists(expr: &str) -> Vec<String> {
+    let mut lists = Vec::new();
+    for keyword in ["by (", "on ("] {
+        for (i, _) in expr.match_indices(keyword) {
+            let rest = &expr[i + keyword.len()..];
+            lists.push(rest[..rest.find(')').unwrap()].to_owned());
+        }
+    }
+    lists
+}
+
+#[test]
+fn every_parameter_reaches_every_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = render_with(
+        r#"{
+  _config+:: {
+    railscopeSelector: 'job="gpu-fabric"',
+    clusterLabel: 'k8s_cluster',
+    runbookURLPattern: 'https://runbooks.example.org/railscope/%s',
+    severityOverrides: { RailscopePortRateBelowPeers: 'critical', RailscopeGPULost: 'warning' },
+    thresholds+: { pfcPauseFraction: 0.35, symbolErrorBER: 1e-13, cnpPerSecond: 20000 },
+    xids+: { hardware: [79, 48] },
+  },
+}
+"#,
+        dir.path(),
+    );
+    assert!(out.status.success(), "render failed:\n{}", said(&out));
+    let file = dir.path().join("out/railscope.rules.yml");
+    let check = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run promtool ({e}); install the Debian package prometheus")
+        });
+    assert!(check.status.success(), "{}", said(&check));
+
+    let rules = rules_of(&file);
+    let shipped = shipped_alerts();
+    assert_eq!(
+        rules.iter().filter(|r| r.get("alert").is_some()).count(),
+        shipped.len()
+    );
+    for rule in &rules {
+        let name = rule
+            .get("alert")
+            .or_else(|| rule.get("record"))
+            .and_then(|n| n.as_str())
+            .unwrap();
+        let expr = rule["expr"].as_str().unwrap();
+        // The selector is on every raw series, and on `up` and `scrape_duration_seconds`.
+        for (series, after) in raw_series(expr) {
+            assert!(
+                after.starts_with("{job=\"gpu-fabric\""),
+                "{name}: {series} without the selector: {series}{after}"
+            );
+        }
+        for meta in ["up{", "scrape_duration_seconds{"] {
+            if let Some(i) = expr.find(meta) {
+                assert!(
+                    expr[i + meta.len()..].starts_with("job=\"gpu-fabric\""),
+                    "{name}: {expr}"
+                );
+            }
+        }
+        // The cluster label leads every aggregation and join, except the joins with the
+        // configured expectations, which are per adapter model in any cluster.
+        for list in grouping_lists(expr) {
+            assert!(
+                list.starts_with("k8s_cluster, ") || list == "k8s_cluster" || list == "hca_type",
+                "{name}: ({list}) does not keep the cluster label"
+            );
+        }
+        assert!(!expr.contains("cluster, ") || expr.contains("k8s_cluster, "));
+        if let Some(alert) = rule.get("alert").and_then(|a| a.as_str()) {
+            assert_eq!(
+                rule["annotations"]["runbook_url"],
+                format!(
+                    "https://runbooks.example.org/railscope/{}",
+                    alert.to_lowercase()
+                )
+            );
+            let default = shipped.iter().find(|s| s["alert"] == alert).unwrap();
+            let severity = match alert {
+                "RailscopePortRateBelowPeers" => "critical",
+                "RailscopeGPULost" => "warning",
+                _ => default["labels"]["severity"].as_str().unwrap(),
+            };
+            assert_eq!(rule["labels"]["severity"], severity, "{alert}");
+        }
+        let wants: &[&str] = match name {
+            "RailscopePFCPauseStorm" => &["> 0.35"],
+            "RailscopeSymbolErrorsAboveBER" => &["* 1e-13)"],
+            "RailscopeCNPSurge" => &["> 20000"],
+            "RailscopeGPUXidHardware" => &["xid=~\"79|48\""],
+            _ => &[],
+        };
+        for want in wants {
+            assert!(expr.contains(want), "{name} lacks {want}: {expr}");
+        }
+        if name == "RailscopeSymbolErrorsAboveBER" {
+            let summary = rule["annotations"]["summary"].as_str().unwrap();
+            assert!(summary.contains("the 1e-13 BER limit"), "{summary}");
+        }
+    }
+
+    // The PrometheusRule is the same rules; the dashboards come along.
+    let spec =
+        yaml_to_json(&std::fs::read_to_string(dir.path().join("out/prometheusrule.yaml")).unwrap());
+    let file_doc = yaml_to_json(&std::fs::read_to_string(&file).unwrap());
+    assert_eq!(spec[0]["kind"], "PrometheusRule");
+    assert_eq!(spec[0]["spec"], file_doc[0]);
+    for dashboard in ["railscope-node.json", "railscope-fleet.json"] {
+        assert!(dir.path().join("out/dashboards").join(dashboard).is_file());
+    }
+}
+
+#[test]
+fn a_bad_parameter_stops_the_render_and_names_it() {
+    for (config, field, detail) in [
+        (
+            "{ _config+:: { severityOverrides: { RailscopeNoSuchAlert: 'critical' } } }",
+            "severityOverrides",
+            "RailscopeNoSuchAlert",
+        ),
+        (
+            "{ _config+:: { severityOverrides: { RailscopePortDown: 'page' } } }",
+            "severityOverrides",
+            "RailscopePortDown",
+        ),
+        (
+            "{ _config+:: { runbookURLPattern: 'https://runbooks.example.org/railscope' } }",
+            "runbookURLPattern",
+            "%s",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = render_with(config, dir.path());
+        let text = said(&out);
+        assert!(!out.status.success(), "{config} rendered:\n{text}");
+        assert!(
+            text.contains(field) && text.contains(detail),
+            "{config}: the error does not name {field} ({detail}):\n{text}"
+        );
+        assert!(!dir.path().join("out").exists(), "{config} wrote files");
+    }
+}
