@@ -53,6 +53,10 @@
       // the median rail's, and above railErrorsPerSecond.
       railErrorsMedianFactor: 3,
       railErrorsPerSecond: 0.1,
+      // ... and only when the errors come from at least this many of the rail's nodes: one
+      // node's bad cable is its own port alert, not the leaf switch's. A leaf serves 16-32
+      // nodes per rail in a rail-optimized fabric; lower it for fleets of a few nodes per rail.
+      railErrorsMinNodes: 3,
       // RailscopePCIeAERCorrectable: correctable AER errors per second on a function.
       aerCorrectablePerSecond: 0.1,
       // RailscopeNICFarFromGPU: the NIC's nearest GPU at this distance or more (40 = SYS,
@@ -81,6 +85,11 @@
       // Usually the application's fault: RailscopeGPUXidApplication.
       application: [13, 31, 43, 45],
     },
+    // How far back RailscopePortGone, RailscopeGPUGone and RailscopeNVLinkGone look for a
+    // device the node had: one gone longer ago than this stops alerting (and a range this long
+    // is read for every port, GPU and link at each evaluation).
+    goneLookback: '3h',
+
     // How long RailscopeGPUXidHardware keeps firing after the XID, so that the page stays
     // until someone acts.
     xidHardwareKeepFiringFor: '24h',

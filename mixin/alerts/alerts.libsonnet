@@ -33,20 +33,42 @@ local lib = import '../lib/rules.libsonnet';
               description: "Logical state {{ with printf `railscope_ib_port_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (4 is ACTIVE), physical state {{ with printf `railscope_ib_port_phys_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (5 is LinkUp)." % p,
             },
           },
+          // A port the node had in the last goneLookback is gone while its agent is up and its
+          // infiniband collector succeeded: the NIC fell off the bus, its firmware died, or the
+          // driver removed it. Every other port alert needs the port's series, so none fires.
+          // A node down is RailscopeAgentDown's (up is 0, so this stays silent); an agent
+          // restart or a reboot brings the port back under the same name within minutes.
+          {
+            alert: 'RailscopePortGone',
+            expr: |||
+              (
+                max by (%(cluster)s, instance, device, port, rail) (max_over_time(railscope:port_rail:info[%(goneLookback)s]))
+                unless on (%(cluster)s, instance, device, port) railscope:port_rail:info
+              )
+              and on (%(cluster)s, instance) (up{%(selector)s} == 1)
+              and on (%(cluster)s, instance) (railscope_collector_success{%(selector)s, collector="infiniband"} == 1)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is gone',
+              description: 'The node had this RDMA port in the last %(goneLookback)s and no longer lists it, while its agent is up: the NIC fell off the PCIe bus, its firmware stopped answering, or its driver removed it.' % p,
+            },
+          },
           {
             alert: 'RailscopePortRateBelowPeers',
             expr: |||
               # In Gb/s, as ibstat and the switch print it.
               (
                 railscope:ib_port_rate_bytes_per_second:by_model * 8 / 1e9
-                < on (%(cluster)s, hca_type, rail) group_left () (railscope:ib_port_rate_bytes_per_second:max_by_model * 8 / 1e9)
+                < on (%(cluster)s, hca_type, rail) group_left () (railscope:ib_port_rate_bytes_per_second:median_by_model * 8 / 1e9)
               )
               and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:max_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
               description: 'The port is ACTIVE at a lower rate than other {{ $labels.hca_type }} ports in the fleet: a degraded cable, transceiver or port speed setting. Training jobs on this rail run at its pace.',
             },
           },
@@ -55,14 +77,14 @@ local lib = import '../lib/rules.libsonnet';
             expr: |||
               (
                 railscope:ib_port_link_width_lanes:by_model
-                < on (%(cluster)s, hca_type, rail) group_left () railscope:ib_port_link_width_lanes:max_by_model
+                < on (%(cluster)s, hca_type, rail) group_left () railscope:ib_port_link_width_lanes:median_by_model
               )
               and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:max_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
               description: 'A link that trained at fewer lanes (2X instead of 4X) has lost lanes to a bad cable or connector.',
             },
           },
@@ -179,7 +201,7 @@ local lib = import '../lib/rules.libsonnet';
             expr: |||
               (
                 railscope:ib_port_active_mtu_bytes:by_link_layer
-                < on (%(cluster)s, link_layer) group_left () railscope:ib_port_active_mtu_bytes:max_by_link_layer
+                < on (%(cluster)s, link_layer) group_left () railscope:ib_port_active_mtu_bytes:median_by_link_layer
               )
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
             ||| % p,
@@ -321,6 +343,8 @@ local lib = import '../lib/rules.libsonnet';
               > on (%(cluster)s) group_left ()
               (%(railErrorsMedianFactor)s * quantile by (%(cluster)s) (0.5, railscope:rail_link_errors:rate15m))
               and railscope:rail_link_errors:rate15m > %(railErrorsPerSecond)s
+              # A switch, not a cable: the errors come from several of the rail's nodes.
+              and on (%(cluster)s, rail) railscope:rail_link_errors:nodes >= %(railErrorsMinNodes)s
             ||| % p,
             'for': '15m',
             labels: { severity: 'warning' },
@@ -467,6 +491,27 @@ local lib = import '../lib/rules.libsonnet';
           },
           // "No XIDs" and "cannot see XIDs" look the same in railscope_gpu_xid_errors_total.
           // A GPU that is lost or hung has its own alert.
+          // A GPU (by UUID) the node had in the last goneLookback is gone while the agent's gpu
+          // collector succeeds: it fell off the bus and the driver no longer enumerates it (after
+          // a driver reload, or from the start of a new agent). Matched by UUID: NVML renumbers
+          // the remaining GPUs.
+          {
+            alert: 'RailscopeGPUGone',
+            expr: |||
+              (
+                max by (%(cluster)s, instance, gpu, rail, pci_address, uuid, serial) (max_over_time(railscope:gpu_identity:info{uuid!=""}[%(goneLookback)s]))
+                unless on (%(cluster)s, instance, uuid) railscope_gpu_info{%(selector)s}
+              )
+              and on (%(cluster)s, instance) (up{%(selector)s} == 1)
+              and on (%(cluster)s, instance) (railscope_collector_success{%(selector)s, collector="gpu"} == 1)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ $labels.pci_address }}, {{ $labels.uuid }}, serial {{ $labels.serial }}) is gone',
+              description: 'The node had this GPU in the last %(goneLookback)s and the driver no longer lists it, while the agent is up: it fell off the bus (XID 79 before a driver reload) or failed to initialise.' % p,
+            },
+          },
           {
             alert: 'RailscopeGPUXidEventsUnavailable',
             expr: |||
@@ -652,6 +697,25 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging CRC, replay or recovery errors',
               description: 'Climbing NVLink data-link errors are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
+            },
+          },
+          // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is.
+          {
+            alert: 'RailscopeNVLinkGone',
+            expr: |||
+              (
+                max by (%(cluster)s, instance, gpu, link) (max_over_time(railscope_nvlink_up{%(selector)s}[%(goneLookback)s]))
+                unless on (%(cluster)s, instance, gpu, link) railscope_nvlink_up{%(selector)s}
+              )
+              and on (%(cluster)s, instance, gpu) railscope_gpu_info{%(selector)s}
+              and on (%(cluster)s, instance) (up{%(selector)s} == 1)
+              and on (%(cluster)s, instance) (railscope_collector_success{%(selector)s, collector="gpu"} == 1)
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} NVLink {{ $labels.link }} is gone',
+              description: 'The GPU reported this NVLink in the last %(goneLookback)s and no longer does: the driver no longer sees the link (a fabric or NVSwitch fault), which RailscopeNVLinkInactive cannot show.' % p,
             },
           },
         ],

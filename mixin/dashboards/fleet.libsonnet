@@ -134,9 +134,9 @@ function(config)
   // A port's value over the best of its peers (recording rules), with the port's rail.
   local railOf = ' * on (instance, device, port) group_left (rail) railscope:port_rail:info{'
                  + lib.matchers([lib.clusterMatcher, 'instance=~"$instance"', 'rail=~"$rail"']) + '}';
-  local belowPeers(byModel, maxByModel) =
+  local belowPeers(byModel, peerByModel) =
     'bottomk(20, ' + byModel + '{' + lib.S + '}'
-    + ' / ignoring (job, instance, device, port) group_left () ' + lib.fleetSel(maxByModel) + ')' + railOf;
+    + ' / ignoring (job, instance, device, port) group_left () ' + lib.fleetSel(peerByModel) + ')' + railOf;
   local pciRoles = ' * on (instance, pci_address) group_left (role, rdma_device, gpu) '
                    + sel('railscope_pci_device_info', 'role=~"nic|gpu"');
   local redBelowOne = [{ color: 'red', value: null }, { color: 'green', value: 1 }];
@@ -144,7 +144,7 @@ function(config)
     lib.row('Off their peers'),
     lib.table("Ports below their peers' rate (worst 20)",
               [
-                t(belowPeers('railscope:ib_port_rate_bytes_per_second:by_model', 'railscope:ib_port_rate_bytes_per_second:max_by_model'),
+                t(belowPeers('railscope:ib_port_rate_bytes_per_second:by_model', 'railscope:ib_port_rate_bytes_per_second:median_by_model'),
                   instant=true),
               ],
               unit='percentunit',
@@ -156,12 +156,12 @@ function(config)
               desc='Active rate over the best rate of its peers in the fleet, as the recording rules define them (the same adapter model, hca_type, and rail). Below 100%: trained down. '
                    + 'Needs the recording rules of alerts/railscope.rules.yml.'),
     lib.table("Ports below their peers' width (worst 20)", [
-      t(belowPeers('railscope:ib_port_link_width_lanes:by_model', 'railscope:ib_port_link_width_lanes:max_by_model'),
+      t(belowPeers('railscope:ib_port_link_width_lanes:by_model', 'railscope:ib_port_link_width_lanes:median_by_model'),
         instant=true),
     ], unit='percentunit', w=12, hide=['Time'], links=NODE_LINK, thresholds=redBelowOne, sort=['Value', false]),
     lib.table('MTU mismatches (worst 20)',
               [
-                t(belowPeers('railscope:ib_port_active_mtu_bytes:by_link_layer', 'railscope:ib_port_active_mtu_bytes:max_by_link_layer'),
+                t(belowPeers('railscope:ib_port_active_mtu_bytes:by_link_layer', 'railscope:ib_port_active_mtu_bytes:median_by_link_layer'),
                   instant=true),
               ],
               unit='percentunit',

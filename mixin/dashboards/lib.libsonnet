@@ -13,7 +13,7 @@
 //   * port, GPU and NIC series are narrowed to the chosen rails with
 //     `unless on (instance, device, port) railscope_rail_info{..., rail!~"$rail"}`, which keeps
 //     ports that have no rail at all (front-end and storage NICs) and drops those of other rails;
-//   * only fleet-wide peer values (the recording rules `*:max_by_*`) are not narrowed by node.
+//   * only fleet-wide peer values (the recording rules `*:median_by_*`) are not narrowed by node.
 //
 // Panels are built as a list of specs ({kind: 'row'} or {kind: 'panel', w, h, panel}) that
 // `layout` folds into positioned panels with ids, the way Grafana places them: left to right,
@@ -42,7 +42,7 @@ function(config) {
   // A selector of an exported series, narrowed by job and instance.
   sel(metric, extra=''):: metric + '{' + lib.S + (if extra != '' then ', ' + extra else '') + '}',
 
-  // A fleet-level recording rule (`*:max_by_*`): not narrowed by node; by cluster with
+  // A fleet-level recording rule (`*:median_by_*`): not narrowed by node; by cluster with
   // showMultiCluster (the rules keep the cluster label, so peers never mix clusters).
   fleetSel(name):: if multi then name + '{' + lib.clusterMatcher + '}' else name,
 

@@ -11,6 +11,7 @@
   params(config):: {
     selector: config.railscopeSelector,
     cluster: config.clusterLabel,
+    goneLookback: config.goneLookback,
     xidHardware: std.join('|', [std.toString(x) for x in config.xids.hardware]),
     xidWarning: std.join('|', [std.toString(x) for x in config.xids.warning]),
     xidApplication: std.join('|', [std.toString(x) for x in config.xids.application]),

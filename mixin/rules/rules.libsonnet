@@ -53,8 +53,11 @@ local lib = import '../lib/rules.libsonnet';
               railscope:gpu_rail:info
             ||| % p,
           },
-          // Port rate and width with the adapter model, and the best of each model in the fleet.
-          // Peers are the ports of the same adapter model on the same rail across the fleet.
+          // Port rate and width with the adapter model, and what the ports of each model on each
+          // rail run at: their median, not their best, so that one node alone at a higher rate
+          // (another cable, a port set to a faster speed) does not make all its peers "below
+          // peers"; a port below its peers' median is still caught. Peers are the ports of the
+          // same adapter model on the same rail across the cluster.
           {
             record: 'railscope:ib_port_rate_bytes_per_second:by_model',
             expr: |||
@@ -64,8 +67,8 @@ local lib = import '../lib/rules.libsonnet';
             ||| % p,
           },
           {
-            record: 'railscope:ib_port_rate_bytes_per_second:max_by_model',
-            expr: 'max by (%(cluster)s, hca_type, rail) (railscope:ib_port_rate_bytes_per_second:by_model)' % p,
+            record: 'railscope:ib_port_rate_bytes_per_second:median_by_model',
+            expr: 'quantile by (%(cluster)s, hca_type, rail) (0.5, railscope:ib_port_rate_bytes_per_second:by_model)' % p,
           },
           {
             record: 'railscope:ib_port_link_width_lanes:by_model',
@@ -76,11 +79,12 @@ local lib = import '../lib/rules.libsonnet';
             ||| % p,
           },
           {
-            record: 'railscope:ib_port_link_width_lanes:max_by_model',
-            expr: 'max by (%(cluster)s, hca_type, rail) (railscope:ib_port_link_width_lanes:by_model)' % p,
+            record: 'railscope:ib_port_link_width_lanes:median_by_model',
+            expr: 'quantile by (%(cluster)s, hca_type, rail) (0.5, railscope:ib_port_link_width_lanes:by_model)' % p,
           },
-          // Active MTU by link layer, and the fleet's most common value per link layer is the max
-          // here: a port below the fleet's max is what a mismatch looks like.
+          // Active MTU by link layer, and the cluster's usual value per link layer (the median, so
+          // that one node alone at a larger MTU does not put every other port in "mismatch"): a
+          // port below it is what a mismatch looks like.
           {
             record: 'railscope:ib_port_active_mtu_bytes:by_link_layer',
             expr: |||
@@ -90,8 +94,8 @@ local lib = import '../lib/rules.libsonnet';
             ||| % p,
           },
           {
-            record: 'railscope:ib_port_active_mtu_bytes:max_by_link_layer',
-            expr: 'max by (%(cluster)s, link_layer) (railscope:ib_port_active_mtu_bytes:by_link_layer)' % p,
+            record: 'railscope:ib_port_active_mtu_bytes:median_by_link_layer',
+            expr: 'quantile by (%(cluster)s, link_layer) (0.5, railscope:ib_port_active_mtu_bytes:by_link_layer)' % p,
           },
           // Data rate per port and the mean over a node's rails, for rail imbalance.
           {
@@ -124,18 +128,29 @@ local lib = import '../lib/rules.libsonnet';
               )
             ||| % p,
           },
-          // Link errors per rail summed over the fleet: one rail far above the others is the
-          // signature of a bad leaf switch.
+          // Link errors per rail port, summed per rail over the cluster, and how many nodes they
+          // come from: one rail far above the others, with errors on several of its nodes, is the
+          // signature of a bad leaf switch; one node's bad cable is not.
+          {
+            record: 'railscope:port_link_errors:rate15m',
+            expr: |||
+              (
+                rate(railscope_ib_port_symbol_errors_total{%(selector)s}[15m])
+                + on (%(cluster)s, instance, device, port) rate(railscope_ib_port_receive_errors_total{%(selector)s}[15m])
+                + on (%(cluster)s, instance, device, port) rate(railscope_ib_port_link_downed_total{%(selector)s}[15m])
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info{rail!="none"}
+            ||| % p,
+          },
           {
             record: 'railscope:rail_link_errors:rate15m',
+            expr: 'sum by (%(cluster)s, rail) (railscope:port_link_errors:rate15m)' % p,
+          },
+          {
+            record: 'railscope:rail_link_errors:nodes',
             expr: |||
-              sum by (%(cluster)s, rail) (
-                (
-                  rate(railscope_ib_port_symbol_errors_total{%(selector)s}[15m])
-                  + on (%(cluster)s, instance, device, port) rate(railscope_ib_port_receive_errors_total{%(selector)s}[15m])
-                  + on (%(cluster)s, instance, device, port) rate(railscope_ib_port_link_downed_total{%(selector)s}[15m])
-                )
-                * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info{rail!="none"}
+              count by (%(cluster)s, rail) (
+                max by (%(cluster)s, instance, rail) (railscope:port_link_errors:rate15m) > 0
               )
             ||| % p,
           },

@@ -57,7 +57,7 @@ const LIVE_ONLY: &[&str] = &[
 /// the peers a port is compared with. They have no `instance` or `job` by design, and narrowing
 /// them to the chosen nodes would compare a node with itself.
 fn fleet_level(name: &str) -> bool {
-    name.contains(":max_by_")
+    name.contains(":median_by_")
 }
 
 const FLATTEN: &str = r#"

@@ -832,9 +832,14 @@ impl DeviceReader<'_> {
                     bits: Some(64),
                     dir: PmaDir::CountersExt,
                 };
-                // A 64-bit legacy counter replaces the 32-bit one of the base group.
+                // A 64-bit legacy counter replaces the base group's whenever that one does not
+                // count it: 32-bit, or stuck at 0 while the legacy one counts (mlx4 on old OFED
+                // kernels leaves `counters/` at 0 and counts in `counters_ext/`). A base counter
+                // that is 64-bit and counts stays: both then hold the same count.
                 match counters.iter_mut().find(|(_, c)| c.name == counter.name) {
-                    Some((_, existing)) if existing.bits.is_some_and(|b| b >= 64) => {}
+                    Some((_, existing))
+                        if existing.bits.is_some_and(|b| b >= 64)
+                            && !(existing.value == 0 && counter.value > 0) => {}
                     Some((_, existing)) => *existing = counter,
                     None => counters.push((pma::rank(&counter.name), counter)),
                 }

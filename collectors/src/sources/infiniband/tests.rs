@@ -573,6 +573,66 @@ fn saturated_counters_and_legacy_counters_ext() {
     assert_eq!((unknown.value, unknown.bits), (12, None));
 }
 
+/// An mlx4 port on an old OFED kernel, as node_exporter's own fixture has it: the base
+/// group's data and packet counters read 0 (with the extended attributes present, so they
+/// look 64-bit), the legacy `counters_ext/*_64` files count. The counting ones are exported.
+#[test]
+fn legacy_counters_ext_replace_base_counters_that_do_not_count() {
+    let tree = Tree::new();
+    tree.ib_device("mlx4_0", "0000:04:00.0");
+    let base = "class/infiniband/mlx4_0/ports/1";
+    for name in [
+        "port_rcv_data",
+        "port_xmit_data",
+        "port_rcv_packets",
+        "port_xmit_packets",
+        "unicast_rcv_packets",
+        "unicast_xmit_packets",
+        "multicast_rcv_packets",
+        "multicast_xmit_packets",
+    ] {
+        tree.write(&format!("{base}/counters/{name}"), "0\n");
+    }
+    for (file, value) in [
+        ("port_rcv_data_64", "7140831478"),
+        ("port_xmit_data_64", "6911239117"),
+        ("port_rcv_packets_64", "62394871"),
+        ("port_xmit_packets_64", "0"),
+        ("port_unicast_rcv_packets", "62388432"),
+        ("port_unicast_xmit_packets", "61047381"),
+        ("port_multicast_rcv_packets", "6439"),
+        ("port_multicast_xmit_packets", "0"),
+    ] {
+        tree.write(
+            &format!("{base}/counters_ext/{file}"),
+            &format!("{value}\n"),
+        );
+    }
+    let report = source(&tree, Arc::new(RealFs)).read();
+    assert_eq!(report.errors, vec![]);
+    let port = &snapshot(&report).devices[0].ports[0];
+    for (name, value, dir) in [
+        ("port_rcv_data", 7140831478, PmaDir::CountersExt),
+        ("port_xmit_data", 6911239117, PmaDir::CountersExt),
+        ("port_rcv_packets", 62394871, PmaDir::CountersExt),
+        ("unicast_rcv_packets", 62388432, PmaDir::CountersExt),
+        ("unicast_xmit_packets", 61047381, PmaDir::CountersExt),
+        ("multicast_rcv_packets", 6439, PmaDir::CountersExt),
+        // Both read 0: the base counter stays (a legacy 0 does not count either).
+        ("port_xmit_packets", 0, PmaDir::Counters),
+        ("multicast_xmit_packets", 0, PmaDir::Counters),
+    ] {
+        let c = counter(port, name).unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!((c.value, c.dir, c.bits), (value, dir, Some(64)), "{name}");
+    }
+    // Each counter once.
+    let names: Vec<_> = port.pma.iter().map(|c| &*c.name).collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(names.len(), unique.len(), "{names:?}");
+}
+
 #[test]
 fn software_devices_without_pci_function() {
     let tree = Tree::new();
