@@ -699,7 +699,8 @@ local lib = import '../lib/rules.libsonnet';
               description: 'Climbing NVLink data-link errors are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
             },
           },
-          // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is.
+          // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is
+          // (and is not lost or hung).
           {
             alert: 'RailscopeNVLinkGone',
             expr: |||
@@ -708,6 +709,8 @@ local lib = import '../lib/rules.libsonnet';
                 unless on (%(cluster)s, instance, gpu, link) railscope_nvlink_up{%(selector)s}
               )
               and on (%(cluster)s, instance, gpu) railscope_gpu_info{%(selector)s}
+              # A lost or hung GPU reports no links: RailscopeGPULost says so.
+              unless on (%(cluster)s, instance, gpu) (railscope_gpu_state{%(selector)s, state=~"lost|timeout"} == 1)
               and on (%(cluster)s, instance) (up{%(selector)s} == 1)
               and on (%(cluster)s, instance) (railscope_collector_success{%(selector)s, collector="gpu"} == 1)
             ||| % p,

@@ -700,7 +700,7 @@ fn the_fast_rules_still_parse_and_keep_their_alerts() {
     );
     assert!(!fast.contains("[5m]") && !fast.contains("for: 10m"));
     assert!(
-        fast.contains("> 1e9") && fast.contains("0.5 *"),
+        fast.contains("> 1000000000") && fast.contains("0.5 *"),
         "numbers that are not durations are untouched"
     );
     let dir = tempfile::tempdir().unwrap();
