@@ -58,4 +58,6 @@ pub struct Totals {
     pub fs_timeouts: u64,
     /// Attribute files kept open between scrapes now.
     pub files_kept: Option<usize>,
+    /// Files that refused reads (`EINVAL`, `EOPNOTSUPP`, `EACCES`) and are backing off now.
+    pub refused_files: usize,
 }

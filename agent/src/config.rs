@@ -79,6 +79,8 @@ pub struct Config {
     pub(crate) telemetry_path: String,
     /// Where sysfs and procfs are mounted.
     pub(crate) roots: Roots,
+    /// How long a file that refused reads is left unread at first; zero reads it every time.
+    pub(crate) refused_backoff: Duration,
     /// Log verbosity.
     pub(crate) log_level: LogLevel,
     /// Log format.
@@ -140,6 +142,8 @@ struct FileWeb {
 struct FilePath {
     sysfs: Option<PathBuf>,
     procfs: Option<PathBuf>,
+    #[serde(rename = "refused-backoff")]
+    refused_backoff: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -200,6 +204,7 @@ pub(crate) fn command() -> Command {
         .arg(flag_value("web.request-timeout", "Time a request may take to be answered (else 503), and the longest a response write may stall (else the connection is closed)", "30s"))
         .arg(flag_value("path.sysfs", "sysfs mount point", railscope_collectors::fs::DEFAULT_SYSFS))
         .arg(flag_value("path.procfs", "procfs mount point", railscope_collectors::fs::DEFAULT_PROCFS))
+        .arg(flag_value("path.refused-backoff", "How long a sysfs or procfs file that failed with EINVAL, EOPNOTSUPP or EACCES is left unread (doubling at each refused retry, up to 16 times); 0s reads it at every scrape", "1m"))
         .arg(Arg::new("config.file").long("config.file").value_name("PATH").help("YAML configuration file; flags given on the command line override it"))
         .arg(flag_value("log.level", "Only log messages with the given severity or above: debug, info, warn, error", "info"))
         .arg(flag_value("log.format", "Output format of log messages: logfmt, json", "logfmt"))
@@ -352,6 +357,13 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
             file.path.procfs.map(|p| p.display().to_string()),
         )),
     };
+    let refused_backoff = duration(
+        matches,
+        "path.refused-backoff",
+        file.path.refused_backoff,
+        Zero::Allowed,
+        "expected a duration such as 1m, or 0s to read refused files at every scrape",
+    )?;
     let log_level = log_level(&pick(matches, "log.level", file.log.level))?;
     let log_format = log_format(&pick(matches, "log.format", file.log.format))?;
     let scrape_timeout_max = duration(
@@ -373,6 +385,7 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
         listen_address,
         telemetry_path,
         roots,
+        refused_backoff,
         log_level,
         log_format,
         scrape_timeout_max,
@@ -601,6 +614,13 @@ mod tests {
         assert_eq!(c.telemetry_path, "/metrics");
         assert_eq!(c.roots, Roots::default());
         assert_eq!(c.scrape_timeout_max, Duration::from_secs(10));
+        assert_eq!(c.refused_backoff, Duration::from_secs(60));
+        assert_eq!(
+            run(&["--path.refused-backoff", "0s"])
+                .unwrap()
+                .refused_backoff,
+            Duration::ZERO
+        );
         assert!(
             c.collectors
                 .iter()
@@ -673,12 +693,16 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_flag() {
-        let cases: [(&[&str], &str); 6] = [
+        let cases: [(&[&str], &str); 7] = [
             (&["--web.listen-address", "9477"], "--web.listen-address"),
             (&["--web.telemetry-path", "metrics"], "--web.telemetry-path"),
             (&["--log.level", "loud"], "--log.level"),
             (&["--log.format", "xml"], "--log.format"),
             (&["--scrape.timeout-max", "soon"], "--scrape.timeout-max"),
+            (
+                &["--path.refused-backoff", "later"],
+                "--path.refused-backoff",
+            ),
             (&["--no-such-flag"], "--no-such-flag"),
         ];
         for (args, name) in cases {

@@ -115,6 +115,7 @@ pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
         ),
         reason: e.error.reason,
     })?;
+    collectors.set_refused_backoff(config.refused_backoff);
     Ok(Scheduler::new(collectors))
 }
 

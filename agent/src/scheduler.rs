@@ -210,6 +210,10 @@ impl Scheduler {
                 .unwrap_or_default(),
             fs_timeouts: self.collectors.as_ref().map_or(0, Collectors::fs_timeouts),
             files_kept: self.collectors.as_ref().and_then(Collectors::files_kept),
+            refused_files: self
+                .collectors
+                .as_ref()
+                .map_or(0, Collectors::refused_files),
         }
     }
 
@@ -423,7 +427,8 @@ impl Scheduler {
         }
         // Reads skipped because their device is blocked are not counted one by one: the read
         // that blocked was, and the device shows in `railscope_sysfs_blocked_seconds` until it
-        // returns. Timeouts were logged when they happened.
+        // returns. Nor are reads of files that refused them before and back off: the first
+        // refusal was counted and logged. Timeouts were logged when they happened.
         // An error is logged when it starts: when the last collection of this source did not
         // have it. Remembering only the last collection's errors keeps this bounded however
         // many netdevs and devices come and go.
@@ -433,7 +438,7 @@ impl Scheduler {
         for error in report
             .errors
             .iter()
-            .filter(|e| e.kind != ErrorKind::Skipped)
+            .filter(|e| !matches!(e.kind, ErrorKind::Skipped | ErrorKind::Refused))
         {
             errors += 1;
             if error.kind != ErrorKind::Timeout {

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     /// not counted one by one: the blocked device is reported once, by the timeout and by
     /// `railscope_sysfs_blocked_seconds`.
     Skipped,
+    /// Not read, because the file refused reads before (`EINVAL`, `EOPNOTSUPP`, `EACCES`) and
+    /// backs off (see [`crate::restricted`]). Not counted: the first refusal was.
+    Refused,
 }
 
 impl ErrorKind {
@@ -40,6 +43,7 @@ impl ErrorKind {
             ErrorKind::Vanished => "vanished",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Skipped => "skipped",
+            ErrorKind::Refused => "refused",
         }
     }
 }
@@ -160,6 +164,8 @@ impl CollectError {
     pub fn failed(device: Option<&str>, origin: Origin, err: &io::Error) -> Self {
         let kind = if is_skipped(err) {
             ErrorKind::Skipped
+        } else if crate::restricted::is_refused(err) {
+            ErrorKind::Refused
         } else if is_timed_out(err) {
             ErrorKind::Timeout
         } else {
@@ -254,7 +260,9 @@ impl fmt::Display for CollectError {
                 write!(f, "value not available in {origin}: {detail}")?
             }
             ErrorKind::Unavailable => write!(f, "value not available from {origin}: {detail}")?,
-            ErrorKind::Timeout | ErrorKind::Skipped => write!(f, "{origin}: {detail}")?,
+            ErrorKind::Timeout | ErrorKind::Skipped | ErrorKind::Refused => {
+                write!(f, "{origin}: {detail}")?
+            }
             ErrorKind::Vanished => write!(f, "device vanished while reading {origin}: {detail}")?,
         }
         match (self.kind, self.errno) {

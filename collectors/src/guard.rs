@@ -39,6 +39,7 @@ use std::time::Instant;
 use crate::error::Blocked;
 pub use crate::error::{is_skipped, is_timed_out};
 use crate::fs::{DirEntry, Fs, Roots};
+use crate::restricted::Restricted;
 use crate::sysfs::is_pci_address;
 
 /// The most devices that may be blocked at once. Past this, operations on devices that are not
@@ -175,6 +176,8 @@ pub struct GuardedFs {
     instance: u64,
     next_op: AtomicU64,
     timeouts: AtomicU64,
+    /// Files that refused reads, backing off ([`crate::restricted`]).
+    restricted: Restricted,
 }
 
 impl GuardedFs {
@@ -188,7 +191,39 @@ impl GuardedFs {
             instance: NEXT_GUARD.fetch_add(1, Ordering::Relaxed),
             next_op: AtomicU64::new(1),
             timeouts: AtomicU64::new(0),
+            restricted: Restricted::default(),
         }
+    }
+
+    /// How long a file that refused reads is left unread at first ([`crate::restricted`]).
+    pub fn set_refused_backoff(&self, first: Duration) {
+        self.restricted.set_first_backoff(first);
+    }
+
+    /// How many files refused reads and are backing off now.
+    pub fn refused_files(&self) -> usize {
+        self.restricted.len()
+    }
+
+    /// A file read, unless the file refused reads before and backs off
+    /// ([`crate::restricted`]).
+    fn read_file<T>(
+        &self,
+        path: &Path,
+        op: impl FnOnce(&dyn Fs, &Path) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let check = self.restricted.check(path)?;
+        let result = self.run(path, true, op);
+        match self.restricted.after(path, check, result.as_ref().err()) {
+            Some(refused) => Err(refused),
+            None => result,
+        }
+    }
+
+    /// Ends the back-off of every file that refused reads (tests).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn expire_refusals(&self) {
+        self.restricted.expire();
     }
 
     /// The devices that have a blocked operation now.
@@ -409,11 +444,11 @@ fn skip(why: Blocked) -> io::Error {
 
 impl Fs for GuardedFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.run(path, true, |fs, p| fs.read(p))
+        self.read_file(path, |fs, p| fs.read(p))
     }
 
     fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
-        self.run(path, true, |fs, p| fs.read_with(p, f))
+        self.read_file(path, |fs, p| fs.read_with(p, f))
     }
 
     fn keep_handle(&self, path: &Path) -> Option<crate::files::KeptFile> {
@@ -427,7 +462,7 @@ impl Fs for GuardedFs {
         file: &crate::files::KeptFile,
         f: &mut dyn FnMut(&[u8]),
     ) -> io::Result<()> {
-        self.run(path, true, |fs, p| fs.read_kept(p, file, f))
+        self.read_file(path, |fs, p| fs.read_kept(p, file, f))
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
@@ -456,6 +491,7 @@ impl Fs for GuardedFs {
     }
 
     fn release(&self, dir: &Path) {
+        self.restricted.forget_under(dir);
         self.inner.release(dir);
     }
 }

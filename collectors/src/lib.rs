@@ -49,6 +49,7 @@ pub mod pcie;
 #[cfg(test)]
 mod proptests;
 pub mod registry;
+pub mod restricted;
 pub mod run;
 pub mod source;
 pub mod sources;

@@ -212,4 +212,15 @@ impl Collectors {
     pub fn files_kept(&self) -> Option<usize> {
         self.guard.files_kept()
     }
+
+    /// How long a file that refused reads is left unread at first (doubling at each refused
+    /// retry, up to 16 times); zero reads every file every time.
+    pub fn set_refused_backoff(&self, first: std::time::Duration) {
+        self.guard.set_refused_backoff(first);
+    }
+
+    /// How many files refused reads and are not read while they back off, now.
+    pub fn refused_files(&self) -> usize {
+        self.guard.refused_files()
+    }
 }

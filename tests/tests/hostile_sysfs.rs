@@ -9,7 +9,8 @@
 //! `promtool` accepts, keep every series that does not belong to the broken file or device
 //! with its baseline value, drop the broken one, count the error, keep its thread count
 //! bounded, and never panic. A blocked device must come back once its read returns. The test
-//! prints, per case, the worst scrape time, the thread counts and the series counts.
+//! prints, per case, the worst scrape time, the thread counts and the series counts. A second
+//! test shows a file that refuses reads left alone for its back-off, then read again.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -596,23 +597,38 @@ fn blocked_may_differ(s: &Sample) -> bool {
         || s.name == "railscope_sysfs_read_timeouts_total"
 }
 
-#[test]
-fn hostile_sysfs_costs_only_what_is_broken() {
-    let started = Instant::now();
-    let mut mount = HostileMount::start(&fixtures().join(TREE).join("sys"));
+/// The agent on the mount, with the tree's procfs, and `extra` flags.
+fn agent_on(mount: &HostileMount, extra: &[&str]) -> Agent {
     let proc = fixtures().join(TREE).join("proc");
-    let agent = Agent::start(&[
+    let mut args = vec![
         "--path.sysfs",
         mount.mountpoint.to_str().unwrap(),
         "--path.procfs",
         proc.to_str().unwrap(),
-        "--collector.gpu.nvml-library",
-        "/nonexistent/libnvidia-ml.so.1",
-        "--scrape.timeout-max",
-        &format!("{}s", SCRAPE_TIMEOUT.as_secs()),
-        "--log.format",
-        "json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    Agent::start(&args)
+}
+
+#[test]
+fn hostile_sysfs_costs_only_what_is_broken() {
+    let started = Instant::now();
+    let mut mount = HostileMount::start(&fixtures().join(TREE).join("sys"));
+    let agent = agent_on(
+        &mount,
+        &[
+            "--collector.gpu.nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
+            "--scrape.timeout-max",
+            &format!("{}s", SCRAPE_TIMEOUT.as_secs()),
+            "--log.format",
+            "json",
+            // Each case starts from a healed tree: files that refused reads in one case are
+            // read again in the next at once. The back-off has a test of its own below.
+            "--path.refused-backoff",
+            "0s",
+        ],
+    );
     let pid = agent.child.id();
     let mut run = Run {
         agent,
@@ -844,4 +860,68 @@ fn hostile_sysfs_costs_only_what_is_broken() {
         run.failures.len(),
         run.failures.join("\n  ")
     );
+}
+
+/// A file the driver refuses (EINVAL at every read, as ConnectX limited PFs answer some
+/// attributes) through the FUSE mount: the refusal is counted once and its series is absent;
+/// while it backs off the file is not read, which shows once it is healed: its series stays
+/// absent until the back-off ends, then comes back.
+#[test]
+fn a_refused_file_is_left_alone_while_it_backs_off() {
+    const BACKOFF: Duration = Duration::from_secs(5);
+    let mut mount = HostileMount::start(&fixtures().join(TREE).join("sys"));
+    let agent = agent_on(
+        &mount,
+        &[
+            "--collector.disable-defaults",
+            "--collector.infiniband",
+            "--path.refused-backoff",
+            &format!("{}s", BACKOFF.as_secs()),
+        ],
+    );
+    let series = (
+        "railscope_ib_port_symbol_errors_total",
+        [("device", "mlx5_0"), ("port", "1")],
+    );
+    let scrape = || parse_samples(&agent.scrape());
+    let refused = |s: &[Sample]| {
+        s.iter()
+            .find(|x| x.name == "railscope_sysfs_refused_files")
+            .map(|x| x.value)
+    };
+    let before = scrape();
+    assert!(present(&before, series.0, &series.1));
+    let errors_before = errors_total(&before, "infiniband");
+
+    mount.set_rules("**/infiniband/mlx5_0/ports/1/counters/symbol_error read-errno EINVAL\n");
+    let refused_at = Instant::now();
+    let first = scrape();
+    assert!(!present(&first, series.0, &series.1));
+    assert!(present(&first, series.0, &[("device", "mlx5_1")]));
+    assert_eq!(errors_total(&first, "infiniband"), errors_before + 1.0);
+    assert_eq!(refused(&first), Some(1.0));
+    // Counted once: more scrapes during the back-off add no error.
+    for _ in 0..3 {
+        let s = scrape();
+        assert!(!present(&s, series.0, &series.1));
+        assert_eq!(errors_total(&s, "infiniband"), errors_before + 1.0);
+    }
+    // Healed, but not read while it backs off: still absent.
+    mount.set_rules("");
+    let healed = scrape();
+    assert!(
+        refused_at.elapsed() < BACKOFF,
+        "too slow to see the back-off: {:?}",
+        refused_at.elapsed()
+    );
+    assert!(
+        !present(&healed, series.0, &series.1),
+        "read during its back-off"
+    );
+    // The back-off ends: read again, exported, forgotten.
+    std::thread::sleep(BACKOFF.saturating_sub(refused_at.elapsed()) + Duration::from_millis(500));
+    let back = scrape();
+    assert!(present(&back, series.0, &series.1));
+    assert_eq!(refused(&back), Some(0.0));
+    assert_eq!(errors_total(&back, "infiniband"), errors_before + 1.0);
 }

@@ -111,6 +111,11 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
     if let Some(n) = totals.files_kept {
         kept.push_unlabelled(n as u64);
     }
+    let mut refused = Family::gauge(
+        "railscope_sysfs_refused_files",
+        "Attribute files that failed with EINVAL, EOPNOTSUPP or EACCES (the driver refuses them) and are not read again for a back-off (1 minute, doubling to 16): counted once in railscope_collector_errors_total, their series absent.",
+    );
+    refused.push_unlabelled(totals.refused_files as u64);
     vec![
         build,
         success,
@@ -122,6 +127,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         blocked,
         timeouts,
         kept,
+        refused,
     ]
 }
 

@@ -243,11 +243,23 @@ impl InfinibandSource {
             .filter(|e| self.wants(&e.name))
             .map(|e| e.name)
             .collect();
-        // Forget what was kept of devices that are gone.
+        // Forget what was kept of devices that are gone, and let the file system forget them
+        // too (files kept open, files that refused reads): a device that comes back under the
+        // same name is read afresh.
+        let mut gone = Vec::new();
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|name, _| names.contains(name));
+            .retain(|name, _| {
+                let keep = names.contains(name);
+                if !keep {
+                    gone.push(self.class_dir.join(name));
+                }
+                keep
+            });
+        for dir in &gone {
+            self.fs.release(dir);
+        }
         self.gid_tables
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -416,7 +428,7 @@ impl DeviceReader<'_> {
     fn keep_known(&mut self) {
         let changed = self.fs().changes(&self.dir) != self.learned.changes;
         let mut known = self.src.known.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.errors.is_empty() || changed {
+        if self.failed() || changed {
             known.remove(self.name);
             return;
         }
@@ -553,6 +565,13 @@ impl DeviceReader<'_> {
         !self.fs().exists(&self.dir)
     }
 
+    /// Whether a read of this device failed. Files that refused reads before and back off
+    /// ([`crate::restricted`]) fail the same way every time: they say nothing new about the
+    /// device.
+    fn failed(&self) -> bool {
+        self.errors.iter().any(|e| e.kind != ErrorKind::Refused)
+    }
+
     /// Whether a read of this device timed out or was skipped behind a blocked one.
     fn blocked(&self) -> bool {
         self.errors
@@ -649,7 +668,7 @@ impl DeviceReader<'_> {
         // that said so, but no directory left: report it once as vanished instead of
         // exporting a half-read device.
         let changed = self.fs().changes(&dir) != self.learned.changes;
-        if (changed || !self.errors.is_empty()) && self.vanished() {
+        if (changed || self.failed()) && self.vanished() {
             self.vanish(&dir);
             return None;
         }

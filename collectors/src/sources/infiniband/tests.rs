@@ -810,3 +810,107 @@ fn a_device_whose_name_is_gone_is_reported_vanished_though_its_layout_is_known()
         report.errors
     );
 }
+
+/// A file system whose chosen files refuse reads with `EINVAL` while they are in `failing`,
+/// counting the reads that reach it.
+#[derive(Debug, Default)]
+struct Refusing {
+    failing: std::sync::Mutex<std::collections::HashSet<PathBuf>>,
+    reads: std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>,
+}
+
+impl Refusing {
+    fn reads(&self, path: &Path) -> usize {
+        self.reads.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+}
+
+impl Fs for Refusing {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default() += 1;
+        if self.failing.lock().unwrap().contains(path) {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        RealFs.read(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<crate::fs::DirEntry>> {
+        RealFs.read_dir(path)
+    }
+    fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
+        RealFs.read_link(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        RealFs.exists(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        RealFs.canonicalize(path)
+    }
+}
+
+/// A counter the driver refuses (as ConnectX limited PFs refuse some attributes, logging an
+/// ACCESS_REG error at every read): the first refusal is an error; then the file is not read
+/// again while it backs off, and costs only its own series; a retry refused again is no new
+/// error; once it answers, it is read and exported again.
+#[test]
+fn a_refused_counter_is_not_read_again_while_it_backs_off() {
+    let tree = Tree::new();
+    tree.ib_device("mlx5_0", "0000:18:00.0");
+    let file = tree
+        .sys()
+        .join("class/infiniband/mlx5_0/ports/1/counters/port_rcv_errors");
+    let inner = Arc::new(Refusing::default());
+    inner.failing.lock().unwrap().insert(file.clone());
+    let roots = Roots {
+        sysfs: tree.sys(),
+        procfs: PathBuf::from("/nonexistent"),
+    };
+    let guard = Arc::new(crate::guard::GuardedFs::new(
+        Arc::clone(&inner) as Arc<dyn Fs>,
+        roots,
+    ));
+    let src = source(&tree, Arc::clone(&guard) as Arc<dyn Fs>);
+    let kinds = |report: &Report<Snapshot>| -> Vec<(ErrorKind, Option<i32>)> {
+        report.errors.iter().map(|e| (e.kind, e.errno)).collect()
+    };
+
+    // First scrape: the refusal is an ordinary error, counted, and only its series is gone.
+    let report = src.read();
+    assert_eq!(kinds(&report), vec![(ErrorKind::Io, Some(libc::EINVAL))]);
+    let port = &snapshot(&report).devices[0].ports[0];
+    assert!(counter(port, "port_rcv_errors").is_none());
+    assert!(counter(port, "symbol_error").is_some());
+    assert_eq!(inner.reads(&file), 1);
+    assert_eq!(guard.refused_files(), 1);
+
+    // While it backs off: not read at all, a refusal that is not counted.
+    for _ in 0..3 {
+        let report = src.read();
+        assert_eq!(kinds(&report), vec![(ErrorKind::Refused, None)]);
+        assert!(counter(&snapshot(&report).devices[0].ports[0], "symbol_error").is_some());
+    }
+    assert_eq!(inner.reads(&file), 1, "read again during its back-off");
+
+    // The back-off ends: one retry, refused again, still not a new error.
+    guard.expire_refusals();
+    let report = src.read();
+    assert_eq!(inner.reads(&file), 2);
+    assert_eq!(kinds(&report), vec![(ErrorKind::Refused, None)]);
+    let _ = src.read();
+    assert_eq!(inner.reads(&file), 2, "retried before its doubled back-off");
+
+    // It answers again: read, exported, forgotten.
+    inner.failing.lock().unwrap().clear();
+    guard.expire_refusals();
+    let report = src.read();
+    assert_eq!(kinds(&report), vec![]);
+    let port = &snapshot(&report).devices[0].ports[0];
+    assert_eq!(counter(port, "port_rcv_errors").map(|c| c.value), Some(3));
+    assert_eq!(guard.refused_files(), 0);
+    let _ = src.read();
+    assert_eq!(inner.reads(&file), 4);
+}
