@@ -148,6 +148,8 @@ registry! {
     Topology => sources::topology::TopologySource,
     /// The `host` source's snapshot.
     Host => sources::host::HostSource,
+    /// The `kmsg` source's snapshot.
+    Kmsg => sources::kmsg::KmsgSource,
 }
 
 /// Why a source could not be built.

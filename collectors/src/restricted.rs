@@ -15,7 +15,11 @@
 //! [`crate::fs::Fs::release`]), so a device that comes back is read afresh.
 //!
 //! Every other errno (`ENOENT`, `ENODEV`, `EIO`, a timeout) is not remembered: those are
-//! transient, and the sources' own handling of them stands.
+//! transient, and the sources' own handling of them stands. Nor are the files whose `EINVAL`
+//! is the kernel's answer about a state that changes ([`answers_with_einval`]): the GID
+//! attributes of an empty slot, the rate of an InfiniBand port and the speed, duplex and
+//! carrier of a netdev whose link is down. Left alone for a back-off, a GID added to that slot
+//! or a link coming up would go unseen for minutes.
 
 use std::io;
 use std::path::Path;
@@ -34,6 +38,23 @@ pub const MAX_DOUBLINGS: u32 = 16;
 /// The most files remembered; past it, new refusals are not remembered (and counted every
 /// time, as without this module).
 pub const MAX_REMEMBERED: usize = 4096;
+
+/// Whether `path` is a file whose `EINVAL` says something about a state that changes (see
+/// the module docs), never remembered.
+pub fn answers_with_einval(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    matches!(
+        name,
+        "rate" | "speed" | "duplex" | "carrier" | "carrier_changes"
+    ) || path
+        .as_os_str()
+        .as_encoded_bytes()
+        .windows(b"/gid_attrs/".len())
+        .any(|w| w == b"/gid_attrs/")
+}
 
 /// Whether `err` is a refusal worth remembering, and its errno.
 pub fn refusing_errno(err: &io::Error) -> Option<i32> {
@@ -161,7 +182,9 @@ impl Restricted {
         now: Duration,
     ) -> Option<io::Error> {
         let first = self.first_backoff();
-        let errno = err.and_then(refusing_errno).filter(|_| !first.is_zero());
+        let errno = err
+            .and_then(refusing_errno)
+            .filter(|_| !first.is_zero() && !answers_with_einval(path));
         match (check, errno) {
             (Check::Read, None) => None,
             (Check::Retry, None) => {
@@ -279,6 +302,26 @@ mod tests {
         r.after_at(path, Check::Retry, None, now);
         assert!(r.is_empty());
         assert_eq!(r.check_at(path, now).unwrap(), Check::Read);
+    }
+
+    #[test]
+    fn state_answers_are_never_remembered() {
+        let r = Restricted::default();
+        for p in [
+            "/sys/class/infiniband/siw0/ports/1/gid_attrs/types/3",
+            "/sys/class/infiniband/siw0/ports/1/gid_attrs/ndevs/3",
+            "/sys/class/infiniband/mlx5_0/ports/1/rate",
+            "/sys/class/net/ens1f0np0/speed",
+            "/sys/class/net/ens1f0np0/carrier",
+        ] {
+            r.after_at(
+                Path::new(p),
+                Check::Read,
+                Some(&errno(libc::EINVAL)),
+                Duration::ZERO,
+            );
+        }
+        assert!(r.is_empty());
     }
 
     #[test]

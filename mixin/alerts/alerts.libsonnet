@@ -16,6 +16,31 @@ local lib = import '../lib/rules.libsonnet';
 {
   prometheusAlerts+:: {
     local p = lib.params($._config),
+    // An XID alert's expression for the codes `codes` (a regular expression): NVML's XID
+    // counters for the GPU, or the same XID from the kernel log (railscope:kmsg_xid:recent15m)
+    // for the GPU at its PCI address. One alert when both saw it; one when only the kernel log
+    // did (an agent that started after the event, an event NVML did not deliver); and one by
+    // address alone for a GPU NVML no longer lists (fallen off the bus).
+    local xidExpr(codes) = |||
+      (
+        (
+          increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(codes)s"}[15m]) > 0
+          # A code's series appears with its first XID, which increase() cannot see.
+          or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(codes)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
+        )
+        * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+      )
+      or on (%(cluster)s, instance, pci_address, xid)
+      (
+        railscope:kmsg_xid:recent15m{xid=~"%(codes)s"}
+        * on (%(cluster)s, instance, pci_address) group_left (gpu, rail, uuid, serial) railscope:gpu_identity:info
+      )
+      or on (%(cluster)s, instance, pci_address, xid)
+      label_replace(
+        label_replace(railscope:kmsg_xid:recent15m{xid=~"%(codes)s"}, "gpu", "unknown", "", ""),
+        "rail", "none", "", ""
+      )
+    ||| % (p { codes: codes }),
     groups+: lib.finish($._config, [
       {
         name: 'railscope.fabric',
@@ -534,14 +559,7 @@ local lib = import '../lib/rules.libsonnet';
           // until someone acts on it (silence it once the GPU was reset or the node drained).
           {
             alert: 'RailscopeGPUXidHardware',
-            expr: |||
-              (
-                increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidHardware)s"}[15m]) > 0
-                # A code's series appears with its first XID, which increase() cannot see.
-                or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidHardware)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
-              )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
-            ||| % p,
+            expr: xidExpr(p.xidHardware),
             keep_firing_for: $._config.xidHardwareKeepFiringFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -556,14 +574,7 @@ local lib = import '../lib/rules.libsonnet';
           // recorded) raises nothing here: RailscopeGPURowRemapPending says when to reset.
           {
             alert: 'RailscopeGPUXidWarning',
-            expr: |||
-              (
-                increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidWarning)s"}[15m]) > 0
-                # A code's series appears with its first XID, which increase() cannot see.
-                or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidWarning)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
-              )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
-            ||| % p,
+            expr: xidExpr(p.xidWarning),
             labels: { severity: 'warning' },
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported warning XID {{ $labels.xid }}: {{ if eq $labels.xid `92` }}high single-bit ECC error rate{{ else if eq $labels.xid `94` }}contained memory error{{ else if eq $labels.xid `154` }}GPU recovery action changed{{ end }}',
@@ -575,14 +586,7 @@ local lib = import '../lib/rules.libsonnet';
           // GPU only, suspect the GPU.
           {
             alert: 'RailscopeGPUXidApplication',
-            expr: |||
-              (
-                increase(railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidApplication)s"}[15m]) > 0
-                # A code's series appears with its first XID, which increase() cannot see.
-                or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(xidApplication)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
-              )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
-            ||| % p,
+            expr: xidExpr(p.xidApplication),
             labels: { severity: 'info' },
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported application XID {{ $labels.xid }}: {{ if eq $labels.xid `13` }}graphics engine exception{{ else if eq $labels.xid `31` }}GPU memory page fault{{ else if eq $labels.xid `43` }}GPU stopped processing{{ else if eq $labels.xid `45` }}preemptive cleanup after an earlier error{{ end }}',
@@ -763,6 +767,85 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} RLIMIT_MEMLOCK inherited from PID 1 is {{ $value | humanize1024 }}B',
               description: "RDMA memory registration pins memory and fails with ENOMEM past this limit (Couldn't allocate MR). Jobs need unlimited or at least the size of their buffers.",
+            },
+          },
+        ],
+      },
+      {
+        // Events only the kernel log shows (the kmsg collector): NVSwitch SXIDs, a ConnectX
+        // firmware that stops answering, cable and module errors, PCIe slots losing their link
+        // or their power. Each fires for 15 minutes after the event (railscope:kmsg_event:recent15m),
+        // and not again when an agent restart re-reads the log.
+        name: 'railscope.kernel',
+        rules: [
+          {
+            alert: 'RailscopeNVSwitchFatalSXid',
+            expr: 'railscope:kmsg_event:recent15m{kind="sxid", severity="fatal"}',
+            keep_firing_for: $._config.xidHardwareKeepFiringFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} NVSwitch {{ $labels.pci_address }} logged fatal SXID {{ $labels.code }}',
+              description: 'A fatal NVSwitch error: the NVLink fabric of this node is degraded or down, and jobs using it fail or run without NVLink. It keeps firing for a day, until someone acts and silences it.',
+            },
+          },
+          {
+            alert: 'RailscopeNVSwitchSXid',
+            expr: 'railscope:kmsg_event:recent15m{kind="sxid", severity="nonfatal"}',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} NVSwitch {{ $labels.pci_address }} logged non-fatal SXID {{ $labels.code }}',
+              description: 'A non-fatal NVSwitch error: the fabric recovered, but repeated SXIDs on one switch or link precede fatal ones.',
+            },
+          },
+          {
+            alert: 'RailscopeNICFirmwareUnresponsive',
+            expr: |||
+              max by (%(cluster)s, instance, job, pci_address, kind) (railscope:kmsg_event:recent15m{kind=~"mlx5_cmd_timeout|mlx5_health"})
+              * on (%(cluster)s, instance, pci_address) group_left (rdma_device) railscope_pci_device_info{%(selector)s}
+              or on (%(cluster)s, instance, pci_address)
+              max by (%(cluster)s, instance, job, pci_address, kind) (railscope:kmsg_event:recent15m{kind=~"mlx5_cmd_timeout|mlx5_health"})
+            ||| % p,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} NIC {{ $labels.pci_address }}{{ with $labels.rdma_device }} ({{ . }}){{ end }}: {{ if eq $labels.kind `mlx5_health` }}firmware health compromised{{ else }}firmware command timed out{{ end }}',
+              description: 'The ConnectX firmware stopped answering commands or reported a fatal health syndrome: its port will drop or already has, and the driver may reset the device.',
+            },
+          },
+          {
+            alert: 'RailscopeNICModuleError',
+            expr: |||
+              railscope:kmsg_event:recent15m{kind="mlx5_module"}
+              * on (%(cluster)s, instance, pci_address) group_left (rdma_device) railscope_pci_device_info{%(selector)s}
+              or on (%(cluster)s, instance, pci_address)
+              railscope:kmsg_event:recent15m{kind="mlx5_module"}
+            ||| % p,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} NIC {{ $labels.pci_address }}{{ with $labels.rdma_device }} ({{ . }}){{ end }} reported a cable or module error',
+              description: 'The transceiver or cable of this port reported an error (high temperature, power budget exceeded, bus stuck, unsupported cable): the link is down or about to be.',
+            },
+          },
+          {
+            alert: 'RailscopePCIeSlotLinkDown',
+            expr: 'railscope:kmsg_event:recent15m{kind="pcie_link_down"}',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} PCIe slot at {{ $labels.pci_address }} lost its link',
+              description: 'The PCIe hotplug port reported Link Down or Card not present: the device behind it (a NIC, a GPU, an NVMe drive) dropped off the bus.',
+            },
+          },
+          {
+            alert: 'RailscopePCIeSlotPowerInsufficient',
+            expr: |||
+              railscope:kmsg_event:recent15m{kind="pcie_power"}
+              * on (%(cluster)s, instance, pci_address) group_left (rdma_device) railscope_pci_device_info{%(selector)s}
+              or on (%(cluster)s, instance, pci_address)
+              railscope:kmsg_event:recent15m{kind="pcie_power"}
+            ||| % p,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} NIC {{ $labels.pci_address }}{{ with $labels.rdma_device }} ({{ . }}){{ end }} has insufficient slot power',
+              description: 'The NIC detected that its PCIe slot cannot supply the power it needs: it may throttle, drop its link, or fail under load.',
             },
           },
         ],

@@ -53,6 +53,36 @@ local lib = import '../lib/rules.libsonnet';
               railscope:gpu_rail:info
             ||| % p,
           },
+          // Kernel-log events of the last 15 minutes, by node, kind and identifiers: the
+          // event's last-seen time changed, or its series appeared, within the window (an agent
+          // restart re-reads the boot's log and sets the same times again: no change), and the
+          // event itself is that recent (a new agent on a node up for days sees old ones once,
+          // and must not alert on them).
+          {
+            record: 'railscope:kmsg_event:recent15m',
+            expr: |||
+              max by (%(cluster)s, instance, job, kind, pci_address, device, port, code, severity) (
+                (
+                  changes(railscope_kmsg_event_last_seen_seconds{%(selector)s}[15m]) > 0
+                  or (
+                    railscope_kmsg_event_last_seen_seconds{%(selector)s}
+                    unless railscope_kmsg_event_last_seen_seconds{%(selector)s} offset 15m
+                  )
+                )
+                and (railscope_kmsg_event_last_seen_seconds{%(selector)s} > time() - 900)
+              )
+            ||| % p,
+          },
+          // The XIDs among them, labelled like NVML's (`xid`, and `job` kept), for the XID alerts:
+          // an alert switching from NVML's series to these keeps the same labels, so it stays one.
+          {
+            record: 'railscope:kmsg_xid:recent15m',
+            expr: |||
+              max by (%(cluster)s, instance, job, pci_address, xid) (
+                label_replace(railscope:kmsg_event:recent15m{kind="xid"}, "xid", "$1", "code", "(.*)")
+              )
+            ||| % p,
+          },
           // Port rate and width with the adapter model, and what the ports of each model on each
           // rail run at: their median, not their best, so that one node alone at a higher rate
           // (another cable, a port set to a faster speed) does not make all its peers "below

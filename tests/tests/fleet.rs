@@ -5,7 +5,7 @@
 //! with the rules loaded, alerting through a real Alertmanager to a webhook receiver in this
 //! test. Faults are injected by changing fixture files during the run (a port at 2X, a rail
 //! whose counters stop, a lost GPU, an inactive NVLink, PFC pause time climbing, one node's bad
-//! cable that must not raise the rail's fleet alert), and the test
+//! cable that must not raise the rail's fleet alert, an XID only the kernel log saw), and the test
 //! asserts that exactly the matching alerts arrive, with the right labels, and that the
 //! dashboards' queries return data.
 //!
@@ -170,6 +170,8 @@ struct Node {
     name: String,
     sys: PathBuf,
     nvml: PathBuf,
+    /// The file of /dev/kmsg records its kmsg collector follows.
+    kmsg: PathBuf,
     port: u16,
 }
 
@@ -229,6 +231,8 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
             .unwrap()
             .save(&nvml)
             .unwrap();
+        let kmsg = root.join("kmsg");
+        std::fs::write(&kmsg, "").unwrap();
         let port = free_port();
         let child = Command::new(binary())
             .args([
@@ -243,6 +247,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
             .arg(root.join("proc"))
             .arg("--collector.gpu.nvml-library")
             .arg(&lib)
+            .arg(format!("--collector.kmsg.path={}", kmsg.display()))
             .env("RAILSCOPE_FAKE_NVML", &nvml)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -253,6 +258,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
             name: format!("n{i}"),
             sys: root.join("sys"),
             nvml,
+            kmsg,
             port,
         });
     }
@@ -466,6 +472,29 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
             }
         });
     }
+    // n4: GPU 2 logs XID 79 in the kernel log only (NVML never delivered it): the XID alert
+    // must come from the kmsg collector, for that GPU.
+    {
+        let f = Fixture::load(&nodes[3].nvml).unwrap();
+        let bus_id = &f.gpus[2].pci.bus_id; // 00000000:1B:00.0
+        let address = bus_id[4..bus_id.len() - 2].to_ascii_lowercase();
+        let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let record = format!(
+            "4,1200,{},-;NVRM: Xid (PCI:{address}): 79, pid=3113, name=python3, GPU has fallen off the bus.\n",
+            (uptime * 1e6) as u64
+        );
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&nodes[3].kmsg)
+            .unwrap();
+        std::io::Write::write_all(&mut log, record.as_bytes()).unwrap();
+    }
     // n4: GPU 1's NVLink 7 goes inactive.
     let mut f = Fixture::load(&nodes[3].nvml).unwrap();
     f.gpus[1].nvlinks[7].active = false;
@@ -478,6 +507,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         ("RailscopeGPULost", "n3"),
         ("RailscopeNVLinkInactive", "n4"),
         ("RailscopeSymbolErrorsAboveBER", "n4"),
+        ("RailscopeGPUXidHardware", "n4"),
         ("RailscopePFCPauseStorm", "n5"),
     ]
     .into();
@@ -567,6 +597,17 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     assert_eq!(
         (storm["netdev"].as_str(), storm["priority"].as_str()),
         (Some(netns.peer().as_str()), Some("3"))
+    );
+    // The kernel log's XID, on the GPU it names, with that GPU's identity.
+    let xid = labels("RailscopeGPUXidHardware");
+    assert_eq!(
+        (xid["gpu"].as_str(), xid["xid"].as_str()),
+        (Some("2"), Some("79")),
+        "{xid}"
+    );
+    assert!(
+        xid["uuid"].as_str().is_some_and(|u| u.starts_with("GPU-")),
+        "{xid}"
     );
     let link = labels("RailscopeNVLinkInactive");
     assert_eq!(

@@ -57,11 +57,10 @@ fn unit_copy(dir: &Path) -> PathBuf {
     path
 }
 
-#[test]
-fn systemd_unit_verifies() {
-    let dir = tempfile::tempdir().unwrap();
-    let unit = unit_copy(dir.path());
-    let out = run(Command::new("systemd-analyze").arg("verify").arg(&unit));
+/// `systemd-analyze verify` accepts `unit` (and the drop-ins in `<unit>.d/` next to it)
+/// without a word about them.
+fn assert_verifies(unit: &Path) {
+    let out = run(Command::new("systemd-analyze").arg("verify").arg(unit));
     let said = text(&out);
     assert!(
         out.status.success(),
@@ -69,7 +68,40 @@ fn systemd_unit_verifies() {
     );
     assert!(
         !said.contains("railscope.service"),
-        "systemd-analyze verify complained about the unit:\n{said}"
+        "systemd-analyze verify complained about the unit or a drop-in:\n{said}"
+    );
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_verifies(&unit_copy(dir.path()));
+}
+
+/// The kernel-log drop-in verifies with the unit, and grants CAP_SYSLOG and read access to
+/// /dev/kmsg and nothing more: the unit's other hardening lines are not touched.
+#[test]
+fn kernel_log_drop_in_verifies_and_grants_only_the_kernel_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = unit_copy(dir.path());
+    let drop_in =
+        std::fs::read_to_string(workspace().join("systemd/railscope-kernel-log.conf")).unwrap();
+    let d = dir.path().join("railscope.service.d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("kernel-log.conf"), &drop_in).unwrap();
+    assert_verifies(&unit);
+    let settings: Vec<&str> = drop_in
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty() && !l.starts_with('['))
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            "ProtectKernelLogs=no",
+            "DeviceAllow=/dev/kmsg r",
+            "CapabilityBoundingSet=CAP_SYSLOG",
+            "AmbientCapabilities=CAP_SYSLOG"
+        ]
     );
 }
 
@@ -424,6 +456,7 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
         "/usr/share/doc/railscope/copyright",
         "/usr/share/railscope/alerts/railscope.rules.yml",
         "/usr/share/railscope/alerts/alertmanager.example.yml",
+        "/usr/share/railscope/systemd/railscope-kernel-log.conf",
     ] {
         assert!(
             files.iter().any(|f| f == want),

@@ -6,6 +6,7 @@ pub mod dcb;
 pub mod ethtool;
 pub mod gpu;
 pub mod infiniband;
+pub mod kmsg;
 pub mod netdev;
 pub mod pci;
 
@@ -36,6 +37,7 @@ pub fn families(
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
+            Some(SourceData::Kmsg(snapshot)) => out.extend(kmsg::families(snapshot)),
             None => {}
         }
     }

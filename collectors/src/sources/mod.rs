@@ -11,6 +11,7 @@ pub mod ethtool;
 pub mod gpu;
 pub mod host;
 pub mod infiniband;
+pub mod kmsg;
 pub mod netdev;
 pub mod pci;
 pub mod topology;
