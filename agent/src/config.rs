@@ -732,7 +732,8 @@ mod tests {
                 "gpu",
                 "pci",
                 "topology",
-                "host"
+                "host",
+                "kmsg"
             ]
         );
         assert_eq!(c.collectors[6].options["rail-exclude"], "^0000:0c:00\\.0$");
