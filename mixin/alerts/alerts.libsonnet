@@ -80,39 +80,6 @@ local lib = import '../lib/rules.libsonnet';
               description: 'The node had this RDMA port in the last %(goneLookback)s and no longer lists it, while its agent is up: the NIC fell off the PCIe bus, its firmware stopped answering, or its driver removed it.' % p,
             },
           },
-          {
-            alert: 'RailscopePortRateBelowPeers',
-            expr: |||
-              # In Gb/s, as ibstat and the switch print it.
-              (
-                railscope:ib_port_rate_bytes_per_second:by_model * 8 / 1e9
-                < on (%(cluster)s, hca_type, rail) group_left () (railscope:ib_port_rate_bytes_per_second:median_by_model * 8 / 1e9)
-              )
-              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
-            ||| % p,
-            'for': '10m',
-            labels: { severity: 'warning' },
-            annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
-              description: 'The port is ACTIVE at a lower rate than other {{ $labels.hca_type }} ports in the fleet: a degraded cable, transceiver or port speed setting. Training jobs on this rail run at its pace.',
-            },
-          },
-          {
-            alert: 'RailscopePortWidthBelowPeers',
-            expr: |||
-              (
-                railscope:ib_port_link_width_lanes:by_model
-                < on (%(cluster)s, hca_type, rail) group_left () railscope:ib_port_link_width_lanes:median_by_model
-              )
-              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
-            ||| % p,
-            'for': '10m',
-            labels: { severity: 'warning' },
-            annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
-              description: 'A link that trained at fewer lanes (2X instead of 4X) has lost lanes to a bad cable or connector.',
-            },
-          },
           // Needs the configured expectations of expectations.example.yml; silent without them.
           {
             alert: 'RailscopePortRateBelowExpected',
@@ -122,7 +89,6 @@ local lib = import '../lib/rules.libsonnet';
                 railscope:ib_port_rate_bytes_per_second:by_model * 8 / 1e9
                 < on (hca_type) group_left () (railscope:ib_port_rate_bytes_per_second:expected * 8 / 1e9)
               )
-              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
@@ -138,7 +104,6 @@ local lib = import '../lib/rules.libsonnet';
                 railscope:ib_port_link_width_lanes:by_model
                 < on (hca_type) group_left () railscope:ib_port_link_width_lanes:expected
               )
-              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
@@ -219,22 +184,6 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}): PMA counter {{ $labels.counter }} is saturated',
               description: 'PMA counters stick at their maximum instead of wrapping: {{ $labels.counter }} can no longer show new errors, so rate alerts on it are blind. Clear the counters (perfquery -R) after diagnosing.',
-            },
-          },
-          {
-            alert: 'RailscopeMTUMismatch',
-            expr: |||
-              (
-                railscope:ib_port_active_mtu_bytes:by_link_layer
-                < on (%(cluster)s, link_layer) group_left () railscope:ib_port_active_mtu_bytes:median_by_link_layer
-              )
-              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
-            ||| % p,
-            'for': '10m',
-            labels: { severity: 'warning' },
-            annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has active MTU {{ $value }}, below the fleet's {{ $labels.link_layer }} ports",
-              description: 'Queue pairs use the smaller MTU of both ends: every peer of this port sends smaller packets.',
             },
           },
           {
@@ -361,23 +310,6 @@ local lib = import '../lib/rules.libsonnet';
               description: 'While the node is busy (median rail above %(railBusyGBps)s GB/s) every rail whose GPU is busy should carry about the same traffic; one that carries much less is degraded or not used by NCCL. Idle nodes, and rails whose GPU is idle (a job on fewer GPUs than rails), never fire.' % p,
             },
           },
-          {
-            alert: 'RailscopeRailErrorsAcrossFleet',
-            expr: |||
-              railscope:rail_link_errors:rate15m
-              > on (%(cluster)s) group_left ()
-              (%(railErrorsMedianFactor)s * quantile by (%(cluster)s) (0.5, railscope:rail_link_errors:rate15m))
-              and railscope:rail_link_errors:rate15m > %(railErrorsPerSecond)s
-              # A switch, not a cable: the errors come from several of the rail's nodes.
-              and on (%(cluster)s, rail) railscope:rail_link_errors:nodes >= %(railErrorsMinNodes)s
-            ||| % p,
-            'for': '15m',
-            labels: { severity: 'warning' },
-            annotations: {
-              summary: 'Rail {{ $labels.rail }} logs {{ $value | humanize }} link errors/s across the fleet, over %(railErrorsMedianFactor)sx the median rail' % p,
-              description: "Errors concentrated on one rail across many nodes point at that rail's leaf switch or its cabling, not at the nodes.",
-            },
-          },
           // Fraction of time a priority is paused: rate() of the pause duration in seconds.
           {
             alert: 'RailscopePFCPauseStorm',
@@ -408,6 +340,78 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.netdev }}{{ if $labels.device }} ({{ $labels.device }} port {{ $labels.port }}, rail {{ $labels.rail }}){{ end }} raised pause storm {{ $labels.level }} events',
               description: 'The NIC detected that it kept sending pause frames for too long (the pause storm prevention watermark); at error level it stops honouring PFC to protect the fabric.',
+            },
+          },
+        ],
+      },
+      {
+        // Fleet-wide: a port compared with its peers across the cluster, a rail's errors across
+        // its nodes. Over recording rules only (railscope.fleet.recording and the node-local
+        // ones), for a global ruler; railscope.fleet.rules.yml holds them.
+        name: 'railscope.fleet',
+        rules: [
+          {
+            alert: 'RailscopePortRateBelowPeers',
+            expr: |||
+              # In Gb/s, as ibstat and the switch print it.
+              (
+                railscope:ib_port_rate_bytes_per_second:by_model * 8 / 1e9
+                < on (%(cluster)s, hca_type, rail) group_left () (railscope:ib_port_rate_bytes_per_second:median_by_model * 8 / 1e9)
+              )
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
+              description: 'The port is ACTIVE at a lower rate than other {{ $labels.hca_type }} ports in the fleet: a degraded cable, transceiver or port speed setting. Training jobs on this rail run at its pace.',
+            },
+          },
+          {
+            alert: 'RailscopePortWidthBelowPeers',
+            expr: |||
+              (
+                railscope:ib_port_link_width_lanes:by_model
+                < on (%(cluster)s, hca_type, rail) group_left () railscope:ib_port_link_width_lanes:median_by_model
+              )
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
+              description: 'A link that trained at fewer lanes (2X instead of 4X) has lost lanes to a bad cable or connector.',
+            },
+          },
+          {
+            alert: 'RailscopeMTUMismatch',
+            expr: |||
+              (
+                railscope:ib_port_active_mtu_bytes:by_link_layer
+                < on (%(cluster)s, link_layer) group_left () railscope:ib_port_active_mtu_bytes:median_by_link_layer
+              )
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has active MTU {{ $value }}, below the fleet's {{ $labels.link_layer }} ports",
+              description: 'Queue pairs use the smaller MTU of both ends: every peer of this port sends smaller packets.',
+            },
+          },
+          {
+            alert: 'RailscopeRailErrorsAcrossFleet',
+            expr: |||
+              railscope:rail_link_errors:rate15m
+              > on (%(cluster)s) group_left ()
+              (%(railErrorsMedianFactor)s * quantile by (%(cluster)s) (0.5, railscope:rail_link_errors:rate15m))
+              and railscope:rail_link_errors:rate15m > %(railErrorsPerSecond)s
+              # A switch, not a cable: the errors come from several of the rail's nodes.
+              and on (%(cluster)s, rail) railscope:rail_link_errors:nodes >= %(railErrorsMinNodes)s
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Rail {{ $labels.rail }} logs {{ $value | humanize }} link errors/s across the fleet, over %(railErrorsMedianFactor)sx the median rail' % p,
+              description: "Errors concentrated on one rail across many nodes point at that rail's leaf switch or its cabling, not at the nodes.",
             },
           },
         ],

@@ -469,6 +469,23 @@ function(config)
               desc='RDMA memory registration fails with ENOMEM past RLIMIT_MEMLOCK; +Inf is unlimited.'),
   ];
 
+  local kernel = [
+    lib.row('Kernel log', collapsed=true),
+    lib.ts('Kernel-log events',
+           [t('increase(' + sel('railscope_kmsg_events_total') + '[$__rate_interval])', '{{kind}} {{pci_address}} {{device}} {{code}} {{severity}}')],
+           'short',
+           w=12,
+           desc='Events of the kmsg collector by kind (XIDs, NVSwitch SXIDs, ConnectX firmware timeouts, health and module errors, PCIe slot events, AER, RDMA link downs). Empty where the agent may not read /dev/kmsg (CAP_SYSLOG, see SECURITY.md).'),
+    lib.table('Kernel-log events: count and last seen',
+              [
+                t(sel('railscope_kmsg_events_total'), instant=true),
+                t('time() - ' + sel('railscope_kmsg_event_last_seen_seconds'), instant=true),
+              ],
+              w=12,
+              hide=['Time', 'instance'],
+              desc='#A: events since the agent started (the boot backlog included); #B: seconds since the last one.'),
+  ];
+
   local agent = [
     lib.row('Agent', collapsed=true),
     lib.timeline('Collector success',
@@ -478,6 +495,7 @@ function(config)
     lib.ts('Collector errors', [
       t(rate('railscope_collector_errors_total'), '{{collector}} errors/s'),
       t(sel('railscope_collector_last_errors'), '{{collector}} in last collection'),
+      t(sel('railscope_sysfs_refused_files'), 'files refused, backing off'),
     ], 'short', w=8),
     lib.ts('Scrapes vs collections', [
       t(rate('railscope_scrape_requests_total'), 'scrapes'),
@@ -496,8 +514,8 @@ function(config)
     config.dashboardUIDs.node,
     'railscope / node',
     "One node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe, topology, "
-    + 'GPUs, NVLink, GPUDirect readiness and the railscope agent.',
-    overview + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + nvlink + host + agent,
+    + 'GPUs, NVLink, GPUDirect readiness, kernel-log events and the railscope agent.',
+    overview + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + nvlink + host + kernel + agent,
     fleet=false,
     runbooks=lib.runbooks.node,
   )

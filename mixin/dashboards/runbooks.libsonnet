@@ -56,6 +56,15 @@
       'RailscopeGPUXidEventsUnavailable',
     ],
     'Memory health': ['RailscopeGPURowRemapPending', 'RailscopeGPURowRemapFailure'],
+    // Kernel log
+    'Kernel-log events': [
+      'RailscopeNVSwitchFatalSXid',
+      'RailscopeNVSwitchSXid',
+      'RailscopeNICFirmwareUnresponsive',
+      'RailscopeNICModuleError',
+      'RailscopePCIeSlotLinkDown',
+      'RailscopePCIeSlotPowerInsufficient',
+    ],
     'GPU PCIe (NVML)': ['RailscopeGPUPCIeWidthDegraded'],
     // NVLink
     'Active links per GPU': ['RailscopeNVLinkInactive'],

@@ -83,8 +83,8 @@ local lib = import '../lib/rules.libsonnet';
               )
             ||| % p,
           },
-          // Port rate and width with the adapter model, and what the ports of each model on each
-          // rail run at: their median, not their best, so that one node alone at a higher rate
+          // Port rate and width of ACTIVE ports with the adapter model; what the ports of each
+          // model on each rail run at is their median (railscope.fleet.recording), not their best, so that one node alone at a higher rate
           // (another cable, a port set to a faster speed) does not make all its peers "below
           // peers"; a port below its peers' median is still caught. Peers are the ports of the
           // same adapter model on the same rail across the cluster.
@@ -94,11 +94,8 @@ local lib = import '../lib/rules.libsonnet';
               railscope_ib_port_rate_bytes_per_second{%(selector)s}
               * on (%(cluster)s, instance, device) group_left (hca_type) railscope_ib_device_info{%(selector)s}
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
             ||| % p,
-          },
-          {
-            record: 'railscope:ib_port_rate_bytes_per_second:median_by_model',
-            expr: 'quantile by (%(cluster)s, hca_type, rail) (0.5, railscope:ib_port_rate_bytes_per_second:by_model)' % p,
           },
           {
             record: 'railscope:ib_port_link_width_lanes:by_model',
@@ -106,11 +103,8 @@ local lib = import '../lib/rules.libsonnet';
               railscope_ib_port_link_width_lanes{%(selector)s}
               * on (%(cluster)s, instance, device) group_left (hca_type) railscope_ib_device_info{%(selector)s}
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+              and on (%(cluster)s, instance, device, port) (railscope_ib_port_state{%(selector)s} == 4)
             ||| % p,
-          },
-          {
-            record: 'railscope:ib_port_link_width_lanes:median_by_model',
-            expr: 'quantile by (%(cluster)s, hca_type, rail) (0.5, railscope:ib_port_link_width_lanes:by_model)' % p,
           },
           // Active MTU by link layer, and the cluster's usual value per link layer (the median, so
           // that one node alone at a larger MTU does not put every other port in "mismatch"): a
@@ -122,10 +116,6 @@ local lib = import '../lib/rules.libsonnet';
               * on (%(cluster)s, instance, device, port) group_left (link_layer) max by (%(cluster)s, instance, device, port, link_layer) (railscope_ib_port_info{%(selector)s})
               unless on (%(cluster)s, instance, device, port) railscope:port_outside_rails:info
             ||| % p,
-          },
-          {
-            record: 'railscope:ib_port_active_mtu_bytes:median_by_link_layer',
-            expr: 'quantile by (%(cluster)s, link_layer) (0.5, railscope:ib_port_active_mtu_bytes:by_link_layer)' % p,
           },
           // Data rate per port and the mean over a node's rails, for rail imbalance.
           {
@@ -172,18 +162,6 @@ local lib = import '../lib/rules.libsonnet';
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info{rail!="none"}
             ||| % p,
           },
-          {
-            record: 'railscope:rail_link_errors:rate15m',
-            expr: 'sum by (%(cluster)s, rail) (railscope:port_link_errors:rate15m)' % p,
-          },
-          {
-            record: 'railscope:rail_link_errors:nodes',
-            expr: |||
-              count by (%(cluster)s, rail) (
-                max by (%(cluster)s, instance, rail) (railscope:port_link_errors:rate15m) > 0
-              )
-            ||| % p,
-          },
           // The RDMA port (and rail) behind each RoCE netdev, for netdev alerts.
           {
             record: 'railscope:netdev_port:info',
@@ -196,6 +174,39 @@ local lib = import '../lib/rules.libsonnet';
           {
             record: 'railscope:ib_port_gid_entries:sum',
             expr: 'sum by (%(cluster)s, instance, device, port) (railscope_ib_port_gid_entries{%(selector)s})' % p,
+          },
+        ],
+      },
+      // Fleet-wide: these aggregate across nodes, over the node-local recording rules above
+      // (never over raw per-port series), so a global ruler (Thanos, Mimir, vmalert) can
+      // evaluate them over what the shards computed; railscope.fleet.rules.yml holds them.
+      {
+        name: 'railscope.fleet.recording',
+        interval: '1m',
+        rules: [
+          {
+            record: 'railscope:ib_port_rate_bytes_per_second:median_by_model',
+            expr: 'quantile by (%(cluster)s, hca_type, rail) (0.5, railscope:ib_port_rate_bytes_per_second:by_model)' % p,
+          },
+          {
+            record: 'railscope:ib_port_link_width_lanes:median_by_model',
+            expr: 'quantile by (%(cluster)s, hca_type, rail) (0.5, railscope:ib_port_link_width_lanes:by_model)' % p,
+          },
+          {
+            record: 'railscope:ib_port_active_mtu_bytes:median_by_link_layer',
+            expr: 'quantile by (%(cluster)s, link_layer) (0.5, railscope:ib_port_active_mtu_bytes:by_link_layer)' % p,
+          },
+          {
+            record: 'railscope:rail_link_errors:rate15m',
+            expr: 'sum by (%(cluster)s, rail) (railscope:port_link_errors:rate15m)' % p,
+          },
+          {
+            record: 'railscope:rail_link_errors:nodes',
+            expr: |||
+              count by (%(cluster)s, rail) (
+                max by (%(cluster)s, instance, rail) (railscope:port_link_errors:rate15m) > 0
+              )
+            ||| % p,
           },
         ],
       },

@@ -214,3 +214,155 @@ fn a_bad_parameter_stops_the_render_and_names_it() {
         assert!(!dir.path().join("out").exists(), "{config} wrote files");
     }
 }
+
+/// The expression without its PromQL comments.
+fn code(expr: &str) -> String {
+    expr.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Aggregations of an expression that neither keep `instance` (`by` a list with it, or
+/// `without` a list without it) nor are followed by a grouping at all: what makes a rule
+/// aggregate across nodes.
+fn aggregations_across_nodes(expr: &str) -> Vec<String> {
+    const AGGREGATIONS: &[&str] = &[
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    ];
+    let mut across = Vec::new();
+    let bytes = expr.as_bytes();
+    for agg in AGGREGATIONS {
+        for (i, _) in expr.match_indices(agg) {
+            let before_ok = i == 0
+                || !(bytes[i - 1].is_ascii_alphanumeric()
+                    || bytes[i - 1] == b'_'
+                    || bytes[i - 1] == b':');
+            let rest = &expr[i + agg.len()..];
+            let word_ends = !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            if !before_ok || !word_ends {
+                continue;
+            }
+            let rest = rest.trim_start();
+            let keeps = if let Some(list) = rest.strip_prefix("by (") {
+                list[..list.find(')').unwrap()]
+                    .split(", ")
+                    .any(|l| l == "instance")
+            } else if let Some(list) = rest.strip_prefix("without (") {
+                !list[..list.find(')').unwrap()]
+                    .split(", ")
+                    .any(|l| l == "instance")
+            } else {
+                // `max (...)` or `max(...)` over everything; anything else is not a call.
+                !rest.starts_with('(')
+            };
+            if !keeps {
+                across.push(format!(
+                    "{agg} {}",
+                    rest.chars().take(30).collect::<String>()
+                ));
+            }
+        }
+    }
+    if expr.contains("scalar(") {
+        across.push("scalar(".to_owned());
+    }
+    across
+}
+
+/// The split for sharded Prometheus: every rule is in exactly one of the node-local and
+/// fleet-wide files, unchanged; node-local rules keep `instance` in every join and
+/// aggregation (so a shard holding some nodes computes them right); fleet-wide rules read
+/// only recording rules, never a raw per-port series, and do compare across nodes.
+#[test]
+fn node_local_and_fleet_wide_rules_are_split_by_what_they_join() {
+    let all = rules_of(&workspace().join("alerts/railscope.rules.yml"));
+    let node = rules_of(&workspace().join("alerts/railscope.node.rules.yml"));
+    let fleet = rules_of(&workspace().join("alerts/railscope.fleet.rules.yml"));
+    assert_eq!(node.len() + fleet.len(), all.len());
+    for rule in &all {
+        assert!(
+            node.contains(rule) != fleet.contains(rule),
+            "{rule} is not in exactly one of the split files"
+        );
+    }
+    let name = |r: &serde_json::Value| {
+        r.get("alert")
+            .or_else(|| r.get("record"))
+            .and_then(|n| n.as_str())
+            .unwrap()
+            .to_owned()
+    };
+    for rule in &node {
+        let expr = code(rule["expr"].as_str().unwrap());
+        for list in grouping_lists(&expr) {
+            assert!(
+                list.split(", ").any(|l| l == "instance") || list == "hca_type",
+                "node-local {}: ({list}) joins across nodes",
+                name(rule)
+            );
+        }
+        let across = aggregations_across_nodes(&expr);
+        assert!(
+            across.is_empty(),
+            "node-local {} aggregates across nodes: {across:?}",
+            name(rule)
+        );
+    }
+    assert!(fleet.len() >= 5, "{} fleet-wide rules", fleet.len());
+    for rule in &fleet {
+        let expr = code(rule["expr"].as_str().unwrap());
+        assert_eq!(
+            raw_series(&expr),
+            Vec::<(String, String)>::new(),
+            "fleet-wide {} reads raw series",
+            name(rule)
+        );
+        assert!(
+            !expr.contains("up{") && !expr.contains("scrape_duration"),
+            "{}",
+            name(rule)
+        );
+        let joins_across = grouping_lists(&expr)
+            .iter()
+            .any(|l| !l.split(", ").any(|x| x == "instance"));
+        assert!(
+            joins_across || !aggregations_across_nodes(&expr).is_empty(),
+            "fleet-wide {} compares nothing across nodes: it belongs with the node-local rules",
+            name(rule)
+        );
+    }
+    // Every rule the fleet-wide ones read is recorded somewhere.
+    let recorded: Vec<String> = all
+        .iter()
+        .filter_map(|r| r.get("record"))
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect();
+    for rule in &fleet {
+        let expr = code(rule["expr"].as_str().unwrap());
+        for (i, _) in expr.match_indices("railscope:") {
+            let series: String = expr[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            assert!(
+                recorded.contains(&series) || series.ends_with(":expected"),
+                "fleet-wide {} reads {series}, which no rule records",
+                name(rule)
+            );
+        }
+    }
+}
