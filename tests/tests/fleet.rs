@@ -7,7 +7,9 @@
 //! whose counters stop, a lost GPU, an inactive NVLink, PFC pause time climbing, one node's bad
 //! cable that must not raise the rail's fleet alert, an XID only the kernel log saw), and the test
 //! asserts that exactly the matching alerts arrive, with the right labels, and that the
-//! dashboards' queries return data.
+//! dashboards' queries return data. The same fleet and faults run again on sharded Prometheus
+//! (two shards with the node-local rules, VictoriaMetrics, vmalert with the fleet-wide rules;
+//! Debian package `victoria-metrics`), and the same alerts must arrive.
 //!
 //! The rules run with every duration divided by 60 (`for: 10m` becomes `for: 10s`, `[5m]`
 //! becomes `[5s]`) and a one-second scrape and evaluation interval, so the run fits in CI.
@@ -131,7 +133,12 @@ impl Drop for Procs {
 
 /// The rule file with durations divided by 60 for a fast run.
 fn fast_rules() -> String {
-    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    fast("alerts/railscope.rules.yml")
+}
+
+/// A rule file of the repository (`alerts/...`) with durations divided by 60, as above.
+fn fast(file: &str) -> String {
+    let rules = std::fs::read_to_string(workspace().join(file)).unwrap();
     let mut out = String::with_capacity(rules.len());
     let mut rest = rules.as_str();
     // Durations appear as `[<n><unit>]`, `for: <n><unit>`, `offset <n><unit>` and
@@ -213,8 +220,36 @@ fn wait_http_at(host: &str, port: u16, path: &str) {
     }
 }
 
+/// The fleet tests start many processes and a network namespace each: one at a time.
+static ONE_FLEET: Mutex<()> = Mutex::new(());
+
 #[test]
 fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
+    fleet(Rules::OnePrometheus);
+}
+
+/// The same fleet and faults on sharded Prometheus: two shards (`hashmod` on the target), each
+/// scraping its half of the nodes and evaluating the node-local rules
+/// (`alerts/railscope.node.rules.yml`), remote-writing to VictoriaMetrics, where `vmalert`
+/// evaluates the fleet-wide rules (`alerts/railscope.fleet.rules.yml`). The same alerts must
+/// arrive with the same labels, the fleet-wide ones (n1's port below its peers) included,
+/// whichever shard its peers are on.
+#[test]
+fn on_sharded_prometheus_and_victoriametrics_the_same_alerts_arrive() {
+    fleet(Rules::Sharded);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    /// One Prometheus scrapes every node and evaluates every rule.
+    OnePrometheus,
+    /// Two Prometheus shards with the node-local rules, VictoriaMetrics and vmalert with the
+    /// fleet-wide ones.
+    Sharded,
+}
+
+fn fleet(mode: Rules) {
+    let _one = ONE_FLEET.lock().unwrap_or_else(|e| e.into_inner());
     tool("prometheus");
     tool("prometheus-alertmanager");
     let dir = tempfile::tempdir().unwrap();
@@ -367,9 +402,7 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
             .unwrap(),
     );
 
-    // Prometheus with the fast rules.
-    let rules = dir.path().join("railscope.rules.yml");
-    std::fs::write(&rules, fast_rules()).unwrap();
+    // Prometheus (or its shards, VictoriaMetrics and vmalert) with the fast rules.
     let mut targets: Vec<String> = nodes
         .iter()
         .map(|n| format!("'127.0.0.1:{}'", n.port))
@@ -380,33 +413,33 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         .map(|n| format!("      - source_labels: [__address__]\n        regex: '127.0.0.1:{}'\n        target_label: instance\n        replacement: {}\n", n.port, n.name))
         .collect();
     relabel.push_str(&format!("      - source_labels: [__address__]\n        regex: '10.233.77.2:{roce_port}'\n        target_label: instance\n        replacement: n5\n"));
-    let prom_port = free_port();
-    let prom_config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &prom_config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: railscope\n    static_configs:\n      - targets: [{}]\n    relabel_configs:\n{relabel}",
-            rules.display(),
-            targets.join(", ")
-        ),
-    )
-    .unwrap();
-    let check = Command::new("promtool")
-        .arg("check")
-        .arg("config")
-        .arg(&prom_config)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
-    procs.0.push(
-        railscope_tests::prometheus_command(&prom_config, dir.path(), prom_port)
-            .spawn()
-            .unwrap(),
-    );
+    let mut shard_ports = Vec::new();
+    let prom_port = match mode {
+        Rules::OnePrometheus => {
+            let rules = dir.path().join("railscope.rules.yml");
+            std::fs::write(&rules, fast_rules()).unwrap();
+            let port = free_port();
+            let config = dir.path().join("prometheus.yml");
+            std::fs::write(
+                &config,
+                prometheus_config(&rules, am_port, &targets, &relabel, None),
+            )
+            .unwrap();
+            check_config(&config);
+            procs.0.push(
+                railscope_tests::prometheus_command(&config, dir.path(), port)
+                    .spawn()
+                    .unwrap(),
+            );
+            wait_http(port, "/-/ready");
+            port
+        }
+        Rules::Sharded => {
+            let (vm_port, shards) = sharded(dir.path(), am_port, &targets, &relabel, &mut procs);
+            shard_ports = shards;
+            vm_port
+        }
+    };
     for node in &nodes {
         wait_http(node.port, "/-/ready");
     }
@@ -426,6 +459,24 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         baseline.is_empty(),
         "alerts on a healthy fleet: {baseline:?}"
     );
+    // Sharded: each shard scrapes part of the fleet, so peers and rails span shards.
+    if mode == Rules::Sharded {
+        let scraped: Vec<f64> = shard_ports
+            .iter()
+            .map(|port| {
+                let addr = format!("127.0.0.1:{port}").parse().unwrap();
+                let answer = railscope_tests::prometheus_query(addr, "count(up == 1)");
+                answer["data"]["result"][0]["value"][1]
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        assert!(
+            scraped.iter().all(|n| *n >= 1.0) && scraped.iter().sum::<f64>() == 5.0,
+            "targets per shard: {scraped:?}"
+        );
+    }
 
     // Inject the faults.
     let injected = Instant::now();
@@ -579,6 +630,30 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
         ),
         (Some("mlx5_2"), Some("1"), Some("2"))
     );
+    // A fleet-wide alert carries the same labels however the rules are deployed (vmalert adds
+    // the name of its rule group, `alertgroup`).
+    let mut names: Vec<&str> = rate
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "alertgroup")
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "alertname",
+            "device",
+            "hca_type",
+            "instance",
+            "job",
+            "port",
+            "rail",
+            "severity"
+        ],
+        "{rate}"
+    );
     let imbalance = labels("RailscopeRailImbalance");
     assert_eq!(
         (imbalance["device"].as_str(), imbalance["rail"].as_str()),
@@ -630,11 +705,133 @@ fn injected_faults_reach_alertmanager_as_exactly_the_matching_alerts() {
     eprintln!("time from injection to webhook: {first_seen:?}");
 
     // Every dashboard query runs on this Prometheus; all but the live-only ones return data.
-    let empty = empty_dashboard_queries(prom_port);
+    // (The dashboards read the one Prometheus, or the global store's Prometheus-compatible
+    // API: the sharded run checks the alerts only.)
+    if mode == Rules::OnePrometheus {
+        let empty = empty_dashboard_queries(prom_port);
+        assert!(
+            empty.is_empty(),
+            "dashboard queries without data on the fleet: {empty:#?}"
+        );
+    }
+}
+
+/// A Prometheus configuration: `rules`, alerts to the Alertmanager on `am_port`, every
+/// railscope target relabelled to its node name and, for a shard, only the targets whose
+/// address hashes to `shard` of 2, remote-written to `remote_write`.
+fn prometheus_config(
+    rules: &Path,
+    am_port: u16,
+    targets: &[String],
+    relabel: &str,
+    shard: Option<(u32, u16)>,
+) -> String {
+    let (keep, write) = match shard {
+        Some((n, vm_port)) => (
+            format!(
+                "      - source_labels: [__address__]\n        modulus: 2\n        target_label: __tmp_shard\n        action: hashmod\n      - source_labels: [__tmp_shard]\n        regex: '{n}'\n        action: keep\n"
+            ),
+            format!(
+                "remote_write:\n  - url: http://127.0.0.1:{vm_port}/api/v1/write\n    queue_config:\n      batch_send_deadline: 500ms\n      min_backoff: 100ms\n      max_backoff: 1s\n"
+            ),
+        ),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n{write}scrape_configs:\n  - job_name: railscope\n    static_configs:\n      - targets: [{}]\n    relabel_configs:\n{keep}{relabel}",
+        rules.display(),
+        targets.join(", ")
+    )
+}
+
+fn check_config(config: &Path) {
+    let check = Command::new("promtool")
+        .arg("check")
+        .arg("config")
+        .arg(config)
+        .output()
+        .unwrap();
     assert!(
-        empty.is_empty(),
-        "dashboard queries without data on the fleet: {empty:#?}"
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
     );
+}
+
+/// Starts VictoriaMetrics, two Prometheus shards with the node-local rules writing to it, and
+/// vmalert with the fleet-wide rules reading it; returns VictoriaMetrics' port (its
+/// Prometheus-compatible query API) and the shards' ports.
+fn sharded(
+    dir: &Path,
+    am_port: u16,
+    targets: &[String],
+    relabel: &str,
+    procs: &mut Procs,
+) -> (u16, Vec<u16>) {
+    let vm = tool("victoria-metrics");
+    let vmalert = tool("vmalert");
+    let vm_port = free_port();
+    procs.0.push(
+        Command::new(&vm)
+            .arg(format!("-storageDataPath={}", dir.join("vm").display()))
+            .arg(format!("-httpListenAddr=127.0.0.1:{vm_port}"))
+            // Answer queries with the newest samples (by default the last 30 s are held back
+            // for late ones) and without a result cache, as a one-second test needs.
+            .arg("-search.latencyOffset=0s")
+            .arg("-search.disableCache")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_http(vm_port, "/health");
+    let node_rules = dir.join("railscope.node.rules.yml");
+    std::fs::write(&node_rules, fast("alerts/railscope.node.rules.yml")).unwrap();
+    let mut shards = Vec::new();
+    for shard in 0..2 {
+        let config = dir.join(format!("prometheus-{shard}.yml"));
+        std::fs::write(
+            &config,
+            prometheus_config(
+                &node_rules,
+                am_port,
+                targets,
+                relabel,
+                Some((shard, vm_port)),
+            ),
+        )
+        .unwrap();
+        check_config(&config);
+        let port = free_port();
+        let data = dir.join(format!("shard-{shard}"));
+        std::fs::create_dir_all(&data).unwrap();
+        procs.0.push(
+            railscope_tests::prometheus_command(&config, &data, port)
+                .spawn()
+                .unwrap(),
+        );
+        wait_http(port, "/-/ready");
+        shards.push(port);
+    }
+    let fleet_rules = dir.join("railscope.fleet.rules.yml");
+    std::fs::write(&fleet_rules, fast("alerts/railscope.fleet.rules.yml")).unwrap();
+    let vmalert_port = free_port();
+    procs.0.push(
+        Command::new(&vmalert)
+            .arg(format!("-rule={}", fleet_rules.display()))
+            .arg(format!("-datasource.url=http://127.0.0.1:{vm_port}"))
+            .arg(format!("-remoteWrite.url=http://127.0.0.1:{vm_port}"))
+            .arg(format!("-notifier.url=http://127.0.0.1:{am_port}"))
+            .arg(format!("-httpListenAddr=127.0.0.1:{vmalert_port}"))
+            .arg("-evaluationInterval=1s")
+            .arg("-remoteWrite.flushInterval=500ms")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_http(vmalert_port, "/health");
+    (vm_port, shards)
 }
 
 /// Metrics that are absent on this fleet, so the queries using them are empty: veth has
