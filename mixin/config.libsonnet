@@ -89,6 +89,10 @@
     // device the node had: one gone longer ago than this stops alerting (and a range this long
     // is read for every port, GPU and link at each evaluation).
     goneLookback: '3h',
+    // How often the per-link NVLink rules (RailscopeNVLinkInactive, RailscopeNVLinkErrors,
+    // RailscopeNVLinkGone; group railscope.nvlink) are evaluated. They read every link of
+    // every GPU, half a DGX node's series; their `for` durations are 5m and 10m.
+    nvlinkRulesInterval: '1m',
 
     // How long RailscopeGPUXidHardware keeps firing after the XID, so that the page stays
     // until someone acts.

@@ -30,7 +30,7 @@ pub struct ConfigError {
     pub(crate) reason: String,
 }
 
-fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn config_error(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.into(),
         reason: reason.into(),
@@ -108,6 +108,8 @@ pub(crate) enum Invocation {
     Run(Box<Config>),
     /// Print this text (help or version) and exit successfully.
     Print(String),
+    /// Run `railscope doctor` once and exit with its verdict.
+    Doctor(Box<Config>, crate::doctor::Options),
 }
 
 /// The config file's schema.
@@ -196,6 +198,7 @@ pub(crate) fn command() -> Command {
         .version(crate::build_info::VERSION)
         .long_version(format!("{} (revision {})", crate::build_info::VERSION, crate::build_info::REVISION))
         .about("Node telemetry agent and Prometheus exporter for GPU cluster fabrics: RDMA ports, congestion, PCIe, NVLink and GPUs.")
+        .after_help("`railscope doctor --help`: diagnose this node (or a running agent with --from) once, with the NCCL settings to use.")
         .arg(flag_value("web.listen-address", "Address on which to expose metrics and the web interface", DEFAULT_LISTEN_ADDRESS))
         .arg(flag_value("web.telemetry-path", "Path under which to expose metrics", "/metrics"))
         .arg(Arg::new("web.config.file").long("web.config.file").value_name("PATH").help("Web configuration file (exporter-toolkit format): TLS, basic auth, response headers; re-read when it or its certificate files change"))
@@ -263,13 +266,25 @@ fn flag_value(name: &'static str, help: &'static str, default: &'static str) -> 
         .default_value(default)
 }
 
-/// Parses the command line (and the config file it names).
+/// Parses the command line (and the config file it names). `railscope doctor ...` takes the
+/// agent's flags and doctor's own.
 pub(crate) fn parse<I, T>(args: I) -> Result<Invocation, ConfigError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let matches = match command().try_get_matches_from(args) {
+    let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let doctor = args.get(1).is_some_and(|a| a == "doctor");
+    let cmd = if doctor {
+        args.remove(1);
+        if let Some(first) = args.first_mut() {
+            *first = "railscope doctor".into();
+        }
+        crate::doctor::command(command())
+    } else {
+        command()
+    };
+    let matches = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
         Err(err) => {
             use clap::error::ErrorKind;
@@ -292,7 +307,12 @@ where
         Some(path) => load_file(path)?,
         None => FileConfig::default(),
     };
-    from_matches(&matches, file).map(|c| Invocation::Run(Box::new(c)))
+    let config = from_matches(&matches, file)?;
+    if doctor {
+        let options = crate::doctor::options(&matches)?;
+        return Ok(Invocation::Doctor(Box::new(config), options));
+    }
+    Ok(Invocation::Run(Box::new(config)))
 }
 
 fn load_file(path: &str) -> Result<FileConfig, ConfigError> {
@@ -598,6 +618,7 @@ mod tests {
         match parse(full)? {
             Invocation::Run(c) => Ok(*c),
             Invocation::Print(text) => panic!("printed {text}"),
+            Invocation::Doctor(..) => panic!("doctor"),
         }
     }
 

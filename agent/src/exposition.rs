@@ -247,7 +247,6 @@ impl Family {
     }
 
     /// The name samples carry.
-    #[cfg(test)]
     pub(crate) fn sample_name(&self) -> String {
         let mut name = String::new();
         self.write_sample_name(&mut name);

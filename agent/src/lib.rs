@@ -7,6 +7,8 @@
 //!   `railscope-collectors` its deadline (the earliest among the scrapes waiting), takes each
 //!   source's outcome up as it comes, and lets concurrent scrapes share one collection;
 //! * [`collection`]: what a collection produced, shared by the scheduler and the mapping;
+//! * `doctor`: `railscope doctor`, one collection (or a running agent's `/metrics`) read as
+//!   facts and diagnosed step by step, with the NCCL settings to use;
 //! * `mapping`: snapshot → metric families; `exposition`: families → Prometheus text
 //!   0.0.4 or OpenMetrics;
 //! * `http`: `http::server`, the HTTP endpoints and the accept loop with its limits;
@@ -19,6 +21,7 @@
 pub(crate) mod build_info;
 pub mod collection;
 pub mod config;
+pub(crate) mod doctor;
 pub(crate) mod exposition;
 pub(crate) mod http;
 pub(crate) mod lanes;
@@ -72,6 +75,9 @@ pub enum Outcome {
     Printed,
     /// Served until a shutdown signal.
     Stopped,
+    /// `railscope doctor` ran: exit with this code (0 all well, 1 warnings, 2 critical
+    /// findings, 3 the diagnosis could not run).
+    Exit(u8),
 }
 
 /// Parses `args`, then serves until SIGTERM/SIGINT.
@@ -86,6 +92,9 @@ where
             return Ok(Outcome::Printed);
         }
         Invocation::Run(config) => *config,
+        Invocation::Doctor(config, options) => {
+            return Ok(Outcome::Exit(doctor::run(&config, &options)));
+        }
     };
     process::tune_allocator();
     let scheduler = Arc::new(build_scheduler(&config)?);

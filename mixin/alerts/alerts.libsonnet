@@ -48,7 +48,12 @@ local lib = import '../lib/rules.libsonnet';
           {
             alert: 'RailscopePortDown',
             expr: |||
-              (railscope_ib_port_state{%(selector)s} != 4 or railscope_ib_port_phys_state{%(selector)s} != 5)
+              (
+                railscope_ib_port_state{%(selector)s} != 4
+                # A driver that does not report a physical state prints "0: <unknown>" (iWARP
+                # on older kernels): the port state alone says whether it is up.
+                or (railscope_ib_port_phys_state{%(selector)s} != 5 and railscope_ib_port_phys_state{%(selector)s} != 0)
+              )
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
             ||| % p,
             'for': '5m',
@@ -192,6 +197,8 @@ local lib = import '../lib/rules.libsonnet';
               (
                 railscope_ib_port_active_mtu_bytes{%(selector)s} < %(roceMTUBytes)s
                 and on (%(cluster)s, instance, device, port) railscope_ib_port_info{%(selector)s, link_layer="Ethernet"}
+                # iWARP (node type RNIC) has an Ethernet link layer but no RoCE MTU or GIDs.
+                unless on (%(cluster)s, instance, device) railscope_ib_device_info{%(selector)s, node_type="RNIC"}
               )
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
               unless on (%(cluster)s, instance, device, port) railscope:port_outside_rails:info
@@ -209,6 +216,7 @@ local lib = import '../lib/rules.libsonnet';
               (
                 railscope_ib_port_gid_entries{%(selector)s, type="RoCE v2"} == 0
                 and on (%(cluster)s, instance, device, port) railscope_ib_port_info{%(selector)s, link_layer="Ethernet", state="ACTIVE"}
+                unless on (%(cluster)s, instance, device) railscope_ib_device_info{%(selector)s, node_type="RNIC"}
               )
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
               unless on (%(cluster)s, instance, device, port) railscope:port_outside_rails:info
@@ -481,7 +489,8 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeNICFarFromGPU',
             expr: |||
               (min by (%(cluster)s, instance, device) (railscope_topology_nic_gpu_distance{%(selector)s}) >= %(nicGPUDistance)s)
-              * on (%(cluster)s, instance, device) group_left (rail) max by (%(cluster)s, instance, device, rail) (railscope_rail_info{%(selector)s})
+              # A NIC on a rail without a GPU (a front-end NIC on a GPU node) is not for GPUDirect.
+              * on (%(cluster)s, instance, device) group_left (rail) max by (%(cluster)s, instance, device, rail) (railscope_rail_info{%(selector)s, gpu!=""})
             ||| % p,
             'for': '30m',
             labels: { severity: 'warning' },
@@ -674,6 +683,16 @@ local lib = import '../lib/rules.libsonnet';
               description: "Fewer PCIe lanes halve the GPU's host and GPUDirect bandwidth (the generation also drops at idle, so only width is alerted).",
             },
           },
+        ],
+      },
+      // The per-link NVLink rules read 18 links per GPU (on a DGX H100 node 144 link series
+      // and 576 error counters, half the node's series): at fleet scale they were most of the
+      // rule evaluation time (scripts/scale-bench). Their `for` and windows are minutes, so
+      // they are evaluated every nvlinkRulesInterval rather than every evaluation interval.
+      {
+        name: 'railscope.nvlink',
+        interval: $._config.nvlinkRulesInterval,
+        rules: [
           {
             alert: 'RailscopeNVLinkInactive',
             expr: |||

@@ -654,3 +654,109 @@ pub fn shipped_alerts() -> Vec<serde_json::Value> {
         .filter(|r| r.get("alert").is_some())
         .collect()
 }
+
+/// A CA and certificates it signed, made with the openssl CLI (P-256 keys).
+pub struct Pki {
+    dir: PathBuf,
+    name: String,
+}
+
+impl Pki {
+    /// Makes a CA named `name` in `dir`.
+    pub fn new(dir: &Path, name: &str) -> Pki {
+        require("openssl", "openssl");
+        let pki = Pki {
+            dir: dir.to_path_buf(),
+            name: name.to_owned(),
+        };
+        run_ok(
+            Command::new("openssl")
+                .args([
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1",
+                    "-nodes",
+                    "-days",
+                    "2",
+                ])
+                .arg("-keyout")
+                .arg(pki.ca_key())
+                .arg("-out")
+                .arg(pki.ca())
+                .args(["-subj", &format!("/CN={name} test CA")])
+                .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+                .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]),
+        );
+        pki
+    }
+
+    /// The CA's certificate.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.join(format!("{}-ca.crt", self.name))
+    }
+
+    fn ca_key(&self) -> PathBuf {
+        self.dir.join(format!("{}-ca.key", self.name))
+    }
+
+    /// Issues a certificate for `cn`: `server` (SAN 127.0.0.1, localhost) or `client`.
+    /// Returns (certificate, key).
+    pub fn issue(&self, cn: &str, server: bool) -> (PathBuf, PathBuf) {
+        let stem = self.dir.join(format!("{}-{cn}", self.name));
+        let (crt, key, csr, ext) = (
+            stem.with_extension("crt"),
+            stem.with_extension("key"),
+            stem.with_extension("csr"),
+            stem.with_extension("ext"),
+        );
+        let usage = if server {
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+        } else {
+            "extendedKeyUsage=clientAuth\n"
+        };
+        std::fs::write(
+            &ext,
+            format!("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n{usage}"),
+        )
+        .unwrap();
+        run_ok(
+            Command::new("openssl")
+                .args([
+                    "req",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1",
+                    "-nodes",
+                ])
+                .arg("-keyout")
+                .arg(&key)
+                .arg("-out")
+                .arg(&csr)
+                .args(["-subj", &format!("/CN={cn}")]),
+        );
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let serial = format!("0x{nanos:x}");
+        run_ok(
+            Command::new("openssl")
+                .args(["x509", "-req", "-days", "2", "-set_serial", &serial])
+                .arg("-in")
+                .arg(&csr)
+                .arg("-CA")
+                .arg(self.ca())
+                .arg("-CAkey")
+                .arg(self.ca_key())
+                .arg("-extfile")
+                .arg(&ext)
+                .arg("-out")
+                .arg(&crt),
+        );
+        (crt, key)
+    }
+}

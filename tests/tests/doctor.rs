@@ -1,0 +1,442 @@
+//! `railscope doctor` with the real binary: golden reports (text and JSON) for every fixture
+//! tree, and for the DGX tree with every fake NVML fixture; the faults fixtures' findings
+//! are exactly their documented faults; `--from` gives the same findings as a local run,
+//! over plain HTTP and over TLS with basic auth; NCCL variables in the environment that
+//! contradict the node are findings; the exit status is the verdict. Set `UPDATE_GOLDEN=1`
+//! to rewrite the golden files (`tests/golden/doctor/`) after an intended change.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+
+use railscope_tests::{Agent, Pki, binary, fixture_trees, fixtures, tree_args, workspace};
+
+const DGX: &str = "h100-cx7-ndr-ib";
+
+/// The DGX tree's arguments with the fake NVML library, and the environment naming `nvml`.
+fn with_nvml(nvml: &str) -> (Vec<String>, Env) {
+    let mut args = tree_args(&fixtures().join(DGX));
+    let lib = nvidia_ml_fake::library_path().expect("the fake NVML library");
+    let at = args
+        .iter()
+        .position(|a| a == "--collector.gpu.nvml-library")
+        .unwrap();
+    args[at + 1] = lib.display().to_string();
+    let fixture = workspace().join(format!("tests/fake-nvml/fixtures/{nvml}.json"));
+    (
+        args,
+        vec![("RAILSCOPE_FAKE_NVML".to_owned(), fixture.into_os_string())],
+    )
+}
+
+/// Runs `railscope doctor` with `args` and `env` (and no other NCCL_* variable); returns the
+/// exit status and stdout, with the workspace path replaced by `$WORKSPACE`.
+fn doctor(args: &[String], env: &[(String, OsString)]) -> (i32, String) {
+    let mut cmd = Command::new(binary());
+    cmd.arg("doctor").args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("NCCL_") {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env_remove("NO_COLOR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "doctor was killed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code().unwrap(),
+        stdout.replace(&workspace().display().to_string(), "$WORKSPACE"),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+/// Environment variables for a run.
+type Env = Vec<(String, OsString)>;
+
+/// Every case: (golden name, arguments, environment).
+fn cases() -> Vec<(String, Vec<String>, Env)> {
+    let mut cases = Vec::new();
+    for tree in fixture_trees() {
+        cases.push((tree.clone(), tree_args(&fixtures().join(&tree)), Vec::new()));
+    }
+    let mut nvml: Vec<String> = std::fs::read_dir(workspace().join("tests/fake-nvml/fixtures"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".json")
+                .map(str::to_owned)
+        })
+        .collect();
+    nvml.sort();
+    for n in nvml {
+        let (args, env) = with_nvml(&n);
+        cases.push((format!("{DGX}+{n}"), args, env));
+    }
+    cases
+}
+
+fn golden(name: &str, ext: &str) -> PathBuf {
+    workspace()
+        .join("tests/golden/doctor")
+        .join(format!("{name}.{ext}"))
+}
+
+#[test]
+fn every_fixture_matches_its_golden_report() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    if update {
+        std::fs::create_dir_all(workspace().join("tests/golden/doctor")).unwrap();
+    }
+    let mut failures = Vec::new();
+    for (name, args, env) in cases() {
+        for (ext, format) in [("txt", "text"), ("json", "json")] {
+            let mut args = args.clone();
+            args.extend(["--output".to_owned(), format.to_owned()]);
+            args.extend(["--color".to_owned(), "never".to_owned()]);
+            let path = golden(&name, ext);
+            let want = std::fs::read_to_string(&path).unwrap_or_default();
+            // XIDs arrive from NVML's event threads: a run may finish before the fake's
+            // events are delivered. The report is right when it equals the golden one within
+            // a few runs (in update mode, the run that has the most findings).
+            let mut got = (0, String::new());
+            for _ in 0..5 {
+                let run = doctor(&args, &env);
+                let done = if update {
+                    run.1.len() >= got.1.len() && run.1.contains("XID")
+                } else {
+                    run.1 == want
+                };
+                if run.1.len() >= got.1.len() {
+                    got = run;
+                }
+                if done {
+                    break;
+                }
+            }
+            let (code, text) = got;
+            // The exit status is the worst finding.
+            let report = if ext == "json" {
+                json(&text)
+            } else {
+                serde_json::Value::Null
+            };
+            if ext == "json" {
+                assert_eq!(
+                    report["exit_code"].as_i64(),
+                    Some(code as i64),
+                    "{name}: exit status and report disagree"
+                );
+            }
+            if update {
+                std::fs::write(&path, &text).unwrap();
+                continue;
+            }
+            if text != want {
+                failures.push(format!(
+                    "{name}.{ext} differs from {}:\n--- want\n{want}\n--- got\n{text}",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// (severity, check, subject) of every warning and critical finding.
+fn problems(report: &serde_json::Value) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for step in report["steps"].as_array().unwrap() {
+        for f in step["findings"].as_array().unwrap() {
+            let severity = f["severity"].as_str().unwrap();
+            if severity == "warning" || severity == "critical" {
+                out.insert((
+                    severity.to_owned(),
+                    f["check"].as_str().unwrap().to_owned(),
+                    f["subject"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn set(items: &[(&str, &str, &str)]) -> BTreeSet<(String, String, String)> {
+    items
+        .iter()
+        .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
+fn json_args(mut args: Vec<String>) -> Vec<String> {
+    args.extend(["--output".to_owned(), "json".to_owned()]);
+    args
+}
+
+#[test]
+fn faults_fixtures_show_their_faults_and_nothing_else() {
+    // tests/fixtures/h100-cx7-ndr-ib-faults/README.md: mlx5_5 down, mlx5_2 at 2X 200 Gb/s,
+    // mlx5_6's PMA counters saturated, three broken files of mlx5_7.
+    let (code, text) = doctor(
+        &json_args(tree_args(&fixtures().join("h100-cx7-ndr-ib-faults"))),
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(
+        problems(&json(&text)),
+        set(&[
+            ("critical", "port_down", "mlx5_5 port 1"),
+            ("warning", "port_rate", "mlx5_2 port 1"),
+            ("warning", "port_width", "mlx5_2 port 1"),
+            ("warning", "pma_saturated", "mlx5_6 port 1"),
+            ("warning", "collector_errors", "collector infiniband"),
+        ])
+    );
+    // tests/fixtures/h100-pcie-faults/README.md: the PCIe and GPUDirect faults.
+    let (code, text) = doctor(
+        &json_args(tree_args(&fixtures().join("h100-pcie-faults"))),
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(
+        problems(&json(&text)),
+        set(&[
+            (
+                "critical",
+                "pcie_aer_uncorrectable",
+                "mlx5_1 (0000:40:00.0)"
+            ),
+            ("warning", "pcie_width", "mlx5_3 (0000:5e:00.0)"),
+            ("warning", "peermem", ""),
+            ("warning", "iommu", ""),
+            ("warning", "acs", "0000:4e:01.0"),
+            ("warning", "memlock", ""),
+            ("warning", "nic_far_from_gpu", "mlx5_7"),
+        ])
+    );
+    // The healthy DGX node with 8 healthy H100s: nothing.
+    let (args, env) = with_nvml("h100-sxm-8gpu");
+    let (code, text) = doctor(&json_args(args), &env);
+    assert_eq!(problems(&json(&text)), BTreeSet::new(), "{text}");
+    assert_eq!(code, 0);
+}
+
+/// The report without its source line, for comparing two inputs.
+fn findings(text: &str) -> serde_json::Value {
+    let mut report = json(text);
+    report.as_object_mut().unwrap().remove("source");
+    report
+}
+
+#[test]
+fn from_a_running_agent_gives_the_same_findings_as_a_local_run() {
+    for tree in [
+        "h100-cx7-ndr-ib-faults",
+        "h100-pcie-faults",
+        "cx6dx-roce-2port",
+    ] {
+        let args = tree_args(&fixtures().join(tree));
+        let (local_code, local) = doctor(&json_args(args), &[]);
+        let agent = Agent::fixture(tree, &[]);
+        let url = format!("http://{}/metrics", agent.addr);
+        let (code, remote) = doctor(&json_args(vec!["--from".to_owned(), url.clone()]), &[]);
+        assert_eq!(code, local_code, "{tree}");
+        assert_eq!(findings(&remote), findings(&local), "{tree}");
+        assert_eq!(
+            json(&remote)["source"].as_str(),
+            Some(format!("the agent at {url}").as_str())
+        );
+    }
+}
+
+#[test]
+fn from_an_agent_behind_tls_and_basic_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(dir.path(), "doctor");
+    let (cert, key) = pki.issue("server", true);
+    let web = dir.path().join("web.yml");
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  oncall: '{hash}'\n",
+            cert.display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let password = dir.path().join("password");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "guess\n").unwrap();
+    let tree = "h100-pcie-faults";
+    // The agent answers TLS only, so wait for its port rather than for /-/healthy.
+    let port = railscope_tests::free_port();
+    let mut child = Command::new(binary())
+        .arg("--web.listen-address")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--web.config.file")
+        .arg(&web)
+        .args(tree_args(&fixtures().join(tree)))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent did not listen"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the agent exited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _agent = Kill(child);
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let from = |password: &PathBuf| {
+        json_args(vec![
+            "--from".to_owned(),
+            url.clone(),
+            "--from.ca-file".to_owned(),
+            pki.ca().display().to_string(),
+            "--from.username".to_owned(),
+            "oncall".to_owned(),
+            "--from.password-file".to_owned(),
+            password.display().to_string(),
+        ])
+    };
+    let (code, remote) = doctor(&from(&password), &[]);
+    let (local_code, local) = doctor(&json_args(tree_args(&fixtures().join(tree))), &[]);
+    assert_eq!(code, local_code);
+    assert_eq!(findings(&remote), findings(&local));
+
+    // A wrong password, no CA, a closed port: the diagnosis cannot run (3), and says why.
+    let (code, out) = doctor(&from(&wrong), &[]);
+    assert_eq!(code, 3, "{out}");
+    let (code, _) = doctor(&json_args(vec!["--from".to_owned(), url.clone()]), &[]);
+    assert_eq!(code, 3);
+    let closed = format!("http://127.0.0.1:{}/metrics", railscope_tests::free_port());
+    let (code, _) = doctor(&json_args(vec!["--from".to_owned(), closed]), &[]);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn nccl_variables_that_contradict_the_node_are_findings() {
+    let args = json_args(tree_args(&fixtures().join("cx6dx-roce-2port")));
+    let env = |pairs: &[(&str, &str)]| -> Vec<(String, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+            .collect()
+    };
+    let nccl = |pairs: &[(&str, &str)]| {
+        let (_, text) = doctor(&args, &env(pairs));
+        problems(&json(&text))
+            .into_iter()
+            .filter(|(_, check, _)| check == "nccl_env")
+            .map(|(_, _, subject)| subject)
+            .collect::<Vec<_>>()
+    };
+    // What the node has: mlx5_0 and mlx5_1, RoCE v2 GID at index 3.
+    assert_eq!(
+        nccl(&[
+            ("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"),
+            ("NCCL_IB_GID_INDEX", "3")
+        ]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        nccl(&[
+            ("NCCL_IB_HCA", "mlx5_4,mlx5_5"),
+            ("NCCL_IB_GID_INDEX", "0"),
+            ("NCCL_IB_DISABLE", "1")
+        ]),
+        vec!["NCCL_IB_DISABLE", "NCCL_IB_GID_INDEX", "NCCL_IB_HCA"]
+    );
+    // A list that leaves a rail out.
+    assert_eq!(nccl(&[("NCCL_IB_HCA", "=mlx5_0")]), vec!["NCCL_IB_HCA"]);
+    // The hints themselves.
+    let (_, text) = doctor(&args, &[]);
+    let hints: Vec<(String, String)> = json(&text)["nccl"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["name"].as_str().unwrap().to_owned(),
+                h["value"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hints,
+        vec![
+            ("NCCL_IB_HCA".to_owned(), "=mlx5_0:1,mlx5_1:1".to_owned()),
+            ("NCCL_IB_GID_INDEX".to_owned(), "3".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn front_end_nic_is_the_socket_interface_not_a_rail() {
+    let (code, text) = doctor(
+        &json_args(tree_args(&fixtures().join("h100-frontend-nic-first"))),
+        &[],
+    );
+    assert_eq!(code, 0, "{text}");
+    let report = json(&text);
+    let hint = |name: &str| {
+        report["nccl"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == name)
+            .map(|h| h["value"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        hint("NCCL_IB_HCA").as_deref(),
+        Some("=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1")
+    );
+    assert_eq!(hint("NCCL_SOCKET_IFNAME").as_deref(), Some("=eno1np0"));
+    assert_eq!(hint("NCCL_NET_GDR_LEVEL").as_deref(), Some("PIX"));
+}
+
+#[test]
+fn bad_doctor_flags_name_the_flag() {
+    for (args, flag) in [
+        (vec!["--output", "yaml"], "--output"),
+        (vec!["--color", "sometimes"], "--color"),
+        (vec!["--from", "ftp://x/metrics"], "--from"),
+        (vec!["--from.username", "a"], "--from.username"),
+    ] {
+        let out = Command::new(binary())
+            .arg("doctor")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+}
