@@ -99,6 +99,8 @@ pub struct Config {
     pub(crate) read_header_timeout: Duration,
     /// Time for a handler to answer, and the longest a response write may stall.
     pub(crate) request_timeout: Duration,
+    /// What the node must have (the config file's `expected` section).
+    pub(crate) expected: crate::inventory::Inventory,
 }
 
 /// What the command line asks for.
@@ -126,6 +128,8 @@ struct FileConfig {
     scrape: FileScrape,
     #[serde(default)]
     collectors: BTreeMap<String, BTreeMap<String, Scalar>>,
+    #[serde(default)]
+    expected: Option<crate::inventory::FileExpected>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -401,6 +405,7 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
         "expected a duration such as 500ms",
     )?;
     let collectors = collector_configs(matches, file.collectors)?;
+    let expected = crate::inventory::Inventory::from_file(file.expected)?;
     Ok(Config {
         listen_address,
         telemetry_path,
@@ -415,6 +420,7 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
         max_requests,
         read_header_timeout,
         request_timeout,
+        expected,
     })
 }
 
@@ -758,6 +764,33 @@ mod tests {
             ]
         );
         assert_eq!(c.collectors[6].options["rail-exclude"], "^0000:0c:00\\.0$");
+    }
+
+    #[test]
+    fn expected_inventory_from_the_file() {
+        let file = write_config(
+            "expected:\n  gpus: 8\n  rdma-ports: 8\n  rdma-port-rate-gbps: 400\n  rdma-port-width: 4\n  nvlinks-per-gpu: 18\n  pcie-generation: 5\n  pcie-width: 16\n",
+        );
+        let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
+        assert_eq!(c.expected.gpus, Some(8));
+        assert_eq!(c.expected.rdma_port_rate, Some(50e9));
+        assert_eq!(c.expected.pcie_speed, Some(32e9));
+        for (text, field) in [
+            ("expected:\n  gpus: 0\n", "expected.gpus"),
+            (
+                "expected:\n  rdma-port-rate-gbps: -1\n",
+                "expected.rdma-port-rate-gbps",
+            ),
+            (
+                "expected:\n  pcie-generation: 9\n",
+                "expected.pcie-generation",
+            ),
+            ("expected:\n  gpu: 8\n", "gpu"),
+        ] {
+            let file = write_config(text);
+            let err = run(&["--config.file", file.path().to_str().unwrap()]).unwrap_err();
+            assert!(err.to_string().contains(field), "{text}: {err}");
+        }
     }
 
     #[test]

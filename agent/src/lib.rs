@@ -24,6 +24,7 @@ pub mod config;
 pub(crate) mod doctor;
 pub(crate) mod exposition;
 pub(crate) mod http;
+pub(crate) mod inventory;
 pub(crate) mod lanes;
 pub(crate) mod logging;
 pub(crate) mod mapping;
@@ -182,14 +183,17 @@ async fn serve(
         read_header_timeout: config.read_header_timeout,
         request_timeout: config.request_timeout,
     };
-    let state = Arc::new(server::AppState::new(
-        Arc::clone(&scheduler),
-        config.telemetry_path.clone(),
-        config.scrape_timeout_max,
-        config.scrape_timeout_offset,
-        Arc::clone(&web),
-        limits,
-    ));
+    let state = Arc::new(
+        server::AppState::new(
+            Arc::clone(&scheduler),
+            config.telemetry_path.clone(),
+            config.scrape_timeout_max,
+            config.scrape_timeout_offset,
+            Arc::clone(&web),
+            limits,
+        )
+        .with_expected(config.expected.clone()),
+    );
     // A first collection at start reports absent subsystems once and makes /-/ready true.
     let warm = Arc::clone(&state);
     tokio::spawn(async move {

@@ -873,6 +873,39 @@ local lib = import '../lib/rules.libsonnet';
           },
         ],
       },
+      // The expected inventory (the agent's config file, `expected`): a device the node
+      // must have and does not, whether it vanished or was never there.
+      {
+        name: 'railscope.inventory',
+        rules: [
+          {
+            alert: 'RailscopeInventoryMissing',
+            expr: |||
+              railscope_inventory_present{%(selector)s, kind=~"gpu|rdma_port"}
+              < on (%(cluster)s, instance, kind) group_left () railscope_inventory_expected{%(selector)s}
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} has {{ $value }} {{ if eq $labels.kind "gpu" }}GPUs{{ else }}RDMA ports{{ end }}, fewer than its expected inventory',
+              description: "The node must have {{ with printf `railscope_inventory_expected{%(selector)s,%(cluster)s='%%s',instance='%%s',kind='%%s'}` $labels.%(cluster)s $labels.instance $labels.kind | query }}{{ . | first | value }}{{ end }}: a device fell off the bus, its driver did not bind, or the node booted without it. Its own series are gone, so no other alert sees it." % p,
+            },
+          },
+          {
+            alert: 'RailscopeInventoryDegraded',
+            expr: |||
+              railscope_inventory_present{%(selector)s, kind=~"rdma_port_up|nvlink_up"}
+              < on (%(cluster)s, instance, kind) group_left () railscope_inventory_expected{%(selector)s}
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} has {{ $value }} {{ if eq $labels.kind "nvlink_up" }}NVLinks up{{ else }}RDMA ports up at the expected rate and width{{ end }}, fewer than its expected inventory',
+              description: "The node must have {{ with printf `railscope_inventory_expected{%(selector)s,%(cluster)s='%%s',instance='%%s',kind='%%s'}` $labels.%(cluster)s $labels.instance $labels.kind | query }}{{ . | first | value }}{{ end }}: ports or links are down, or below the expected rate or width, so jobs get fewer rails or less bandwidth." % p,
+            },
+          },
+        ],
+      },
       {
         name: 'railscope.agent',
         rules: [

@@ -440,3 +440,58 @@ fn bad_doctor_flags_name_the_flag() {
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn expected_inventory_from_the_config_and_from_a_running_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("railscope.yml");
+    std::fs::write(
+        &config,
+        "expected:\n  rdma-ports: 9\n  rdma-port-rate-gbps: 400\n  rdma-port-width: 4\n  pcie-generation: 5\n  pcie-width: 16\n",
+    )
+    .unwrap();
+    let tree = "h100-cx7-ndr-ib-faults";
+    let mut args = tree_args(&fixtures().join(tree));
+    args.extend(["--config.file".to_owned(), config.display().to_string()]);
+    let (code, local) = doctor(&json_args(args), &[]);
+    assert_eq!(code, 2);
+    // The node has 8 ports of the 9 it must have; 5 are up at 400 Gb/s 4X (mlx5_5 is down,
+    // mlx5_2 at 200 Gb/s 2X, mlx5_7's rate unreadable); mlx5_2 is judged against the
+    // expectation, not its peers.
+    assert_eq!(
+        problems(&json(&local)),
+        set(&[
+            ("critical", "inventory", "rdma_port"),
+            ("warning", "inventory", "rdma_port_up"),
+            ("critical", "port_down", "mlx5_5 port 1"),
+            ("warning", "port_rate", "mlx5_2 port 1"),
+            ("warning", "port_width", "mlx5_2 port 1"),
+            ("warning", "pma_saturated", "mlx5_6 port 1"),
+            ("warning", "collector_errors", "collector infiniband"),
+        ])
+    );
+    let report = json(&local);
+    let rate = report["steps"][1]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "port_rate")
+        .unwrap()
+        .clone();
+    assert_eq!(rate["alert"], "RailscopePortRateBelowExpected");
+    // The agent exports the inventory; doctor reads it from there to the same findings.
+    let agent = Agent::fixture(tree, &["--config.file", config.to_str().unwrap()]);
+    let scrape = agent.scrape();
+    for line in [
+        "railscope_inventory_expected{kind=\"rdma_port\"} 9",
+        "railscope_inventory_present{kind=\"rdma_port\"} 8",
+        "railscope_inventory_present{kind=\"rdma_port_up\"} 5",
+        "railscope_inventory_expected_port_rate_bytes_per_second 50000000000",
+    ] {
+        assert!(scrape.contains(line), "missing {line}");
+    }
+    let url = format!("http://{}/metrics", agent.addr);
+    let (code, remote) = doctor(&json_args(vec!["--from".to_owned(), url]), &[]);
+    assert_eq!(code, 2);
+    assert_eq!(findings(&remote), findings(&local));
+}

@@ -273,6 +273,7 @@ fn railscope_on_a_real_kernel_rdma_stack() {
     }
     traffic_counters(&out, idle, traffic);
     netlink_equals_sysfs(traffic);
+    doctor_in_the_guest(&out);
 
     if full {
         assert!(
@@ -806,4 +807,72 @@ fn unprivileged(out: &Path, steps: &[Step]) {
         repeated.is_empty(),
         "the unprivileged agent repeats itself: {repeated:?}"
     );
+}
+
+/// The index `ibv_devinfo -v` shows for `device`'s IPv4 RoCE v2 GID (`::ffff:a.b.c.d, RoCE v2`).
+fn ibv_ipv4_roce_v2_gid_index(devices_txt: &str, device: &str) -> Option<u32> {
+    let mut current = "";
+    for line in devices_txt.lines() {
+        if let Some(name) = line.trim().strip_prefix("hca_id:") {
+            current = name.trim();
+        }
+        let line = line.trim();
+        if current == device
+            && let Some(rest) = line.strip_prefix("GID[")
+            && let Some((index, gid)) = rest.split_once("]:")
+            && gid.trim().starts_with("::ffff:")
+            && gid.trim().ends_with(", RoCE v2")
+        {
+            return index.trim().parse().ok();
+        }
+    }
+    None
+}
+
+/// `railscope doctor` inside the guest, on the live Soft-RoCE devices: its GID index hint is
+/// the index `ibv_devinfo -v` shows for the ports' IPv4 RoCE v2 GID; at MTU 1500 it reports
+/// rxe's active MTU of 1024, at 4200 it does not.
+fn doctor_in_the_guest(out: &Path) {
+    let report = |name: &str| -> Value {
+        let text = std::fs::read_to_string(out.join(format!("doctor-{name}.json"))).unwrap();
+        let rc: i32 = std::fs::read_to_string(out.join(format!("doctor-{name}.rc")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let report: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("doctor-{name}.json: {e}\n{text}"));
+        assert_eq!(report["exit_code"].as_i64(), Some(i64::from(rc)), "{name}");
+        report
+    };
+    let mtu_findings = |r: &Value| -> Vec<String> {
+        r["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["findings"].as_array().unwrap())
+            .filter(|f| f["check"] == "roce_mtu")
+            .map(|f| f["subject"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let at_1500 = report("mtu-1500");
+    assert_eq!(
+        mtu_findings(&at_1500),
+        ["rxe0 port 1", "rxe1 port 1"],
+        "at MTU 1500 both rxe ports run an active MTU of 1024"
+    );
+    let at_4200 = report("mtu-4200");
+    assert_eq!(mtu_findings(&at_4200), Vec::<String>::new(), "at MTU 4200");
+    let devices = std::fs::read_to_string(out.join("info/devices.txt")).unwrap();
+    let want = ibv_ipv4_roce_v2_gid_index(&devices, "rxe0").expect("rxe0's IPv4 RoCE v2 GID");
+    assert_eq!(ibv_ipv4_roce_v2_gid_index(&devices, "rxe1"), Some(want));
+    for r in [&at_1500, &at_4200] {
+        let hint = r["nccl"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == "NCCL_IB_GID_INDEX")
+            .unwrap_or_else(|| panic!("no NCCL_IB_GID_INDEX hint: {r}"));
+        assert_eq!(hint["value"], want.to_string());
+    }
 }

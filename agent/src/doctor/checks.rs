@@ -433,6 +433,7 @@ fn devices(node: &Node) -> Vec<Finding> {
             ),
         ));
     }
+    inventory(facts, &mut out);
     let gpus = node.gpus();
     let mut healthy = 0;
     for g in &gpus {
@@ -473,6 +474,54 @@ fn devices(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// The expected inventory (the config file's `expected` section, as the agent exports it)
+/// against what the collection found.
+fn inventory(facts: &Facts, out: &mut Vec<Finding>) {
+    for s in facts.all("railscope_inventory_expected") {
+        let kind = s.label("kind");
+        let want = s.value;
+        let (what, severity, alert) = match kind {
+            "gpu" => ("GPUs", Severity::Critical, "RailscopeInventoryMissing"),
+            "rdma_port" => (
+                "RDMA ports",
+                Severity::Critical,
+                "RailscopeInventoryMissing",
+            ),
+            "rdma_port_up" => (
+                "RDMA ports up at the expected rate and width",
+                Severity::Warning,
+                "RailscopeInventoryDegraded",
+            ),
+            "nvlink_up" => (
+                "NVLinks up",
+                Severity::Warning,
+                "RailscopeInventoryDegraded",
+            ),
+            _ => continue,
+        };
+        match facts.value("railscope_inventory_present", &[("kind", kind)]) {
+            Some(have) if have < want => out.push(
+                Finding::new(severity, "inventory", kind)
+                    .summary(format!("{have} {what}, the node must have {want}"))
+                    .evidence("present", format!("{have}"), format!("railscope_inventory_present{{kind=\"{kind}\"}}"))
+                    .evidence("expected", format!("{want}"), "the config file's expected section")
+                    .meaning(match kind {
+                        "gpu" | "rdma_port" => "A device the node must have is not there: it fell off the bus, its driver did not bind, or the node booted without it. Its own series are gone, so only the inventory shows it.",
+                        _ => "Ports or links the node has are down or below the expected rate and width: a job gets fewer rails or less bandwidth than the node is built for.",
+                    })
+                    .fix(match kind {
+                        "gpu" => "nvidia-smi -L and lspci | grep -i nvidia; the kernel log for XID 79 or a PCIe link down; reseat or replace, or drain the node.",
+                        "rdma_port" => "rdma link and lspci | grep -i mellanox; the kernel log for mlx5 errors or a PCIe link down; check the driver and firmware, reseat the NIC.",
+                        _ => "The port and link findings of the next steps name them; fix those.",
+                    })
+                    .alert(alert),
+            ),
+            Some(have) => out.push(ok("inventory", format!("{have} {what}, as expected ({want})"))),
+            None => out.push(skip("inventory", format!("the count of {what} is not known: its collector did not complete"))),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 2. Link rate and width
 
@@ -489,6 +538,13 @@ fn link(node: &Node) -> Vec<Finding> {
         e.0 = e.0.max(rate.unwrap_or(0.0));
         e.1 = e.1.max(width.unwrap_or(0.0));
     }
+    let expected_rate = node.facts.value(
+        "railscope_inventory_expected_port_rate_bytes_per_second",
+        &[],
+    );
+    let expected_width = node
+        .facts
+        .value("railscope_inventory_expected_port_width_lanes", &[]);
     let mut fine = BTreeMap::<String, usize>::new();
     for p in node.fabric_ports().filter(|p| p.active()) {
         let (Some(rate), Some(width)) = (
@@ -497,35 +553,49 @@ fn link(node: &Node) -> Vec<Finding> {
         ) else {
             continue;
         };
-        let (best_rate, best_width) = peers[&(p.model.as_str(), p.link_layer.as_str())];
+        let (mut best_rate, mut best_width) = peers[&(p.model.as_str(), p.link_layer.as_str())];
         let model = if p.model.is_empty() {
             "same model".to_owned()
         } else {
             p.model.clone()
         };
+        let peers_source = "the other fabric ports of the adapter model";
+        let expected_source = "the config file's expected section";
+        let mut rate_alert = "RailscopePortRateBelowPeers";
+        let mut width_alert = "RailscopePortWidthBelowPeers";
+        // An expected rate and width (the config file's expected section) are the yardstick
+        // when given: they also catch every port of a node trained low together.
+        if let Some(r) = expected_rate {
+            best_rate = r;
+            rate_alert = "RailscopePortRateBelowExpected";
+        }
+        if let Some(w) = expected_width {
+            best_width = w;
+            width_alert = "RailscopePortWidthBelowExpected";
+        }
         let mut degraded = false;
         if rate < best_rate {
             degraded = true;
             out.push(
                 Finding::new(Severity::Warning, "port_rate", p.name())
-                    .summary(format!("{} trained at {}, its {} peers at {}", p.name(), gbps(rate), model, gbps(best_rate)))
+                    .summary(if expected_rate.is_some() { format!("{} trained at {}, expected {}", p.name(), gbps(rate), gbps(best_rate)) } else { format!("{} trained at {}, its {} peers at {}", p.name(), gbps(rate), model, gbps(best_rate)) })
                     .evidence("rate", gbps(rate), port_file(&p.device, &p.port, "rate"))
-                    .evidence("peers' rate", gbps(best_rate), "the other fabric ports of the adapter model")
+                    .evidence(if expected_rate.is_some() { "expected rate" } else { "peers' rate" }, gbps(best_rate), if expected_rate.is_some() { expected_source } else { peers_source })
                     .meaning("The port carries a fraction of its siblings' bandwidth: every collective that crosses it runs at its speed.")
                     .fix("Reseat or replace the cable or transceiver; check the switch port's speed (mlxlink -d <device> -p <port>) and the NIC firmware.")
-                    .alert("RailscopePortRateBelowPeers"),
+                    .alert(rate_alert),
             );
         }
         if width < best_width {
             degraded = true;
             out.push(
                 Finding::new(Severity::Warning, "port_width", p.name())
-                    .summary(format!("{} runs {}X, its {} peers {}X", p.name(), width, model, best_width))
+                    .summary(if expected_width.is_some() { format!("{} runs {}X, expected {}X", p.name(), width, best_width) } else { format!("{} runs {}X, its {} peers {}X", p.name(), width, model, best_width) })
                     .evidence("width", format!("{width}X"), port_file(&p.device, &p.port, "rate"))
-                    .evidence("peers' width", format!("{best_width}X"), "the other fabric ports of the adapter model")
+                    .evidence(if expected_width.is_some() { "expected width" } else { "peers' width" }, format!("{best_width}X"), if expected_width.is_some() { expected_source } else { peers_source })
                     .meaning("Lanes failed to train: the port runs a fraction of its bandwidth.")
                     .fix("A lane is bad in the cable, the transceiver or the switch port: swap them one at a time (mlxlink shows per-lane state).")
-                    .alert("RailscopePortWidthBelowPeers"),
+                    .alert(width_alert),
             );
         }
         if !degraded {
@@ -577,6 +647,12 @@ fn pcie(node: &Node) -> Vec<Finding> {
         .filter(|s| matches!(s.label("role"), "nic" | "gpu"))
         .collect();
     functions.sort_by(|a, b| a.label("pci_address").cmp(b.label("pci_address")));
+    let expected_pcie_width =
+        facts.value("railscope_inventory_expected_pcie_link_width_lanes", &[]);
+    let expected_pcie_speed = facts.value(
+        "railscope_inventory_expected_pcie_link_speed_transfers_per_second",
+        &[],
+    );
     for f in functions {
         let addr = f.label("pci_address");
         let key = [("pci_address", addr)];
@@ -620,6 +696,38 @@ fn pcie(node: &Node) -> Vec<Finding> {
                     .evidence("maximum", pcie_gen(m), pci_file(addr, "max_link_speed"))
                     .meaning("The NIC trained at a lower PCIe generation: its host bandwidth is below its network bandwidth.")
                     .fix("Reseat the card; check the slot's generation setting in the BIOS and the riser. lspci -vv -s <address>.")
+                    .alert("RailscopePCIeSpeedDegraded"),
+            );
+        }
+        // A card in a slot wired x8 trains x8 of an x8 maximum: only an expectation shows it.
+        if !bad
+            && let (Some(w), Some(want)) = (width, expected_pcie_width)
+            && w < want
+        {
+            bad = true;
+            out.push(
+                Finding::new(Severity::Warning, "pcie_width_expected", who.clone())
+                    .summary(format!("{who} runs PCIe x{w}, expected x{want}"))
+                    .evidence("width", format!("x{w}"), pci_file(addr, "current_link_width"))
+                    .evidence("expected", format!("x{want}"), "the config file's expected section")
+                    .meaning("The device trained at its slot's width, below what the node must have: a card in the wrong slot, or a riser wired narrower.")
+                    .fix("Move the card to a full-width slot, or check the riser and the slot's bifurcation in the BIOS.")
+                    .alert("RailscopePCIeWidthDegraded"),
+            );
+        }
+        if !bad
+            && f.label("role") == "nic"
+            && let (Some(sp), Some(want)) = (speed, expected_pcie_speed)
+            && sp < want
+        {
+            bad = true;
+            out.push(
+                Finding::new(Severity::Warning, "pcie_speed_expected", who.clone())
+                    .summary(format!("{who} runs PCIe {}, expected {}", pcie_gen(sp), pcie_gen(want)))
+                    .evidence("speed", pcie_gen(sp), pci_file(addr, "current_link_speed"))
+                    .evidence("expected", pcie_gen(want), "the config file's expected section")
+                    .meaning("The NIC trained below the generation the node must have: its host bandwidth is below its network bandwidth.")
+                    .fix("Check the slot's generation in the BIOS and the riser, and that the card is the expected model.")
                     .alert("RailscopePCIeSpeedDegraded"),
             );
         }
@@ -691,10 +799,11 @@ fn mtu(node: &Node) -> Vec<Finding> {
                 .evidence(
                     "active MTU",
                     format!("{active}"),
-                    if p.mtu_source.is_empty() {
-                        "verbs (ibv_query_port active_mtu)".to_owned()
-                    } else {
-                        format!("{} (active_mtu)", p.mtu_source)
+                    match p.mtu_source.as_str() {
+                        "netdev" => {
+                            "the netdev's MTU as the RoCE driver maps it (ibv_devinfo: active_mtu)"
+                        }
+                        _ => "verbs (ibv_query_port: active_mtu)",
                     },
                 );
             if let Some(m) = netdev_mtu {

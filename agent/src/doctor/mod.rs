@@ -63,14 +63,44 @@ findings; the NCCL environment is not compared, since it is not the node's).
 
 Exit status: 0 all well, 1 warnings, 2 critical findings, 3 the diagnosis could not run.";
 
+const EXAMPLES: &str = "\
+Examples:
+  railscope doctor
+      Diagnose this node with the agent's default sources.
+  railscope doctor --config.file /etc/railscope/railscope.yml --output json
+      The same with the agent's config (its expected inventory included), for a tool.
+  railscope doctor --from https://gpu-17:9477/metrics --from.ca-file ca.pem \\
+      --from.username oncall --from.password-file ~/.railscope-password
+      Diagnose gpu-17 from its running agent, behind TLS and basic auth.
+  railscope doctor >/dev/null; [ $? -lt 2 ] || exit 1
+      A job prologue that refuses a node with a critical finding (or that could not
+      be diagnosed), and accepts one with warnings.
+
+Exit status: 0 all well, 1 warnings, 2 critical findings, 3 the diagnosis could not run.";
+
 /// The agent's command with doctor's flags added.
 pub(crate) fn command(agent: Command) -> Command {
+    // The agent's serving flags mean nothing to a single diagnosis: accepted, not shown.
+    let mut agent = agent;
+    for id in [
+        "web.listen-address",
+        "web.telemetry-path",
+        "web.config.file",
+        "web.max-requests",
+        "web.read-header-timeout",
+        "web.request-timeout",
+        "log.format",
+        "scrape.timeout-offset",
+    ] {
+        agent = agent.mut_arg(id, |a| a.hide(true));
+    }
     agent
         .name("railscope doctor")
         .bin_name("railscope doctor")
         .about(ABOUT)
         .long_about(LONG_ABOUT)
         .after_help("Exit status: 0 all well, 1 warnings, 2 critical findings, 3 the diagnosis could not run.")
+        .after_long_help(EXAMPLES)
         .arg(
             Arg::new("output")
                 .long("output")
@@ -95,7 +125,7 @@ pub(crate) fn command(agent: Command) -> Command {
             Arg::new("from.ca-file")
                 .long("from.ca-file")
                 .value_name("PATH")
-                .help("CA certificates (PEM) to verify an https:// agent with, instead of the built-in trust of none"),
+                .help("CA certificates (PEM) that signed the agent's certificate; required for https://"),
         )
         .arg(
             Arg::new("from.cert-file")
@@ -300,7 +330,8 @@ fn local_facts(config: &Config) -> Result<Facts, String> {
         scheduler.collect(timeout).await;
         scheduler.collect(timeout).await
     });
-    let families = crate::mapping::families(&collection, &scheduler.totals(), None);
+    let families =
+        crate::mapping::families(&collection, &scheduler.totals(), None, &config.expected);
     Ok(Facts::from_families(&families))
 }
 

@@ -34,6 +34,7 @@ use tower_http::compression::CompressionLayer;
 use crate::exposition::{self, Format};
 use crate::http::basic_auth::BasicAuth;
 use crate::http::web_config::WebState;
+use crate::inventory::Inventory;
 use crate::scheduler::{Scheduler, scrape_timeout};
 use crate::{mapping, process};
 
@@ -78,6 +79,8 @@ pub(crate) struct AppState {
     pub(crate) limits: Limits,
     /// Permits for concurrent metrics requests (`None`: unlimited).
     pub(crate) in_flight: Option<Arc<Semaphore>>,
+    /// The expected inventory, exported with each scrape.
+    pub(crate) expected: Arc<Inventory>,
 }
 
 impl AppState {
@@ -101,7 +104,14 @@ impl AppState {
             limits,
             in_flight: (limits.max_requests > 0)
                 .then(|| Arc::new(Semaphore::new(limits.max_requests))),
+            expected: Arc::new(Inventory::default()),
         }
+    }
+
+    /// The same state, exporting the expected inventory `expected`.
+    pub(crate) fn with_expected(mut self, expected: Inventory) -> AppState {
+        self.expected = Arc::new(expected);
+        self
     }
 }
 
@@ -229,6 +239,7 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
     let collection = state.scheduler.collect(timeout).await;
     state.ready.store(true, Ordering::Release);
     let totals = state.scheduler.totals();
+    let expected = Arc::clone(&state.expected);
     let body = tokio::task::spawn_blocking(move || {
         let process = match process::read() {
             Ok(p) => Some(p),
@@ -238,7 +249,7 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
             }
         };
         exposition::encode(
-            &mapping::families(&collection, &totals, process.as_ref()),
+            &mapping::families(&collection, &totals, process.as_ref(), &expected),
             format,
         )
     })

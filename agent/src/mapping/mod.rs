@@ -15,13 +15,16 @@ use railscope_collectors::SourceData;
 use crate::build_info;
 use crate::collection::{Collection, Totals};
 use crate::exposition::Family;
+use crate::inventory::Inventory;
 use crate::process::ProcessStats;
 
-/// Every family of one scrape.
+/// Every family of one scrape, with the expected inventory's families when one is
+/// configured.
 pub fn families(
     collection: &Collection,
     totals: &Totals,
     process: Option<&ProcessStats>,
+    expected: &Inventory,
 ) -> Vec<Family> {
     let mut out = self_families(collection, totals);
     if let Some(process) = process {
@@ -41,6 +44,8 @@ pub fn families(
             None => {}
         }
     }
+    let inventory = crate::inventory::families(expected, collection, &out);
+    out.extend(inventory);
     out
 }
 

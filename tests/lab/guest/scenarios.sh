@@ -143,6 +143,23 @@ echo "$ITERS 65536" >$OUT/traffic/params
 mark T_TRAFFIC_DONE
 step traffic
 
+# ---------------------------------------------------------------- railscope doctor on the live devices
+# At the veths' MTU of 1500 rxe's active MTU is 1024 (a finding); at 4200 it is 4096 (none).
+doctor() { # NAME
+    /run/railscope doctor --output json --scrape.timeout-max 60s \
+        --collector.netdev.device-include '^veth' --collector.ethtool.device-include '^veth' \
+        >$OUT/doctor-$1.json 2>$OUT/doctor-$1.stderr
+    echo $? >$OUT/doctor-$1.rc
+    /run/railscope doctor --color never --scrape.timeout-max 60s \
+        --collector.netdev.device-include '^veth' --collector.ethtool.device-include '^veth' \
+        >$OUT/doctor-$1.txt 2>&1
+    mark "T_DOCTOR_$1"
+}
+doctor mtu-1500
+for i in veth0 veth1 veth2 veth3; do ip link set $i mtu 4200; done
+doctor mtu-4200
+for i in veth0 veth1 veth2 veth3; do ip link set $i mtu 1500; done
+
 if [ "$MODE" = full ]; then
     # ------------------------------------------------------------ capture (tests/fixtures/softroce-live)
     # Written to the guest's memory first: thousands of small writes over 9p are slow.

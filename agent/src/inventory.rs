@@ -1,0 +1,246 @@
+//! The expected inventory: what a node of this kind must have (the config file's `expected`
+//! section), exported next to what the last collection found, so that a GPU or a NIC that
+//! is missing — one that vanished, or one the node booted without — is a rule's business
+//! (`RailscopeInventoryMissing`, `RailscopeInventoryDegraded`) and doctor's, although its own
+//! series are gone.
+//!
+//! Present counts are taken from the families the collection mapped to, so they are what a
+//! scrape shows: `gpu` (GPUs NVML reports, lost ones included), `rdma_port` (ports the
+//! infiniband collector reports), `rdma_port_up` (of those, ACTIVE and LinkUp, at the
+//! expected rate and width where given) and `nvlink_up` (NVLinks up). A kind's present count
+//! is exported only when its collector completed: a collector that failed says so itself
+//! (`railscope_collector_success`), and a count of 0 from it would be a false page.
+
+use serde::Deserialize;
+
+use crate::collection::Collection;
+use crate::config::{ConfigError, config_error};
+use crate::exposition::{Family, Label, Value};
+
+/// The config file's `expected` section.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct FileExpected {
+    gpus: Option<u64>,
+    rdma_ports: Option<u64>,
+    rdma_port_rate_gbps: Option<f64>,
+    rdma_port_width: Option<u64>,
+    nvlinks_per_gpu: Option<u64>,
+    pcie_generation: Option<u64>,
+    pcie_width: Option<u64>,
+}
+
+/// What a node must have. Every field is optional; an empty inventory exports nothing.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Inventory {
+    pub(crate) gpus: Option<u64>,
+    pub(crate) rdma_ports: Option<u64>,
+    /// Bytes per second (the config gives Gb/s).
+    pub(crate) rdma_port_rate: Option<f64>,
+    pub(crate) rdma_port_width: Option<u64>,
+    pub(crate) nvlinks_per_gpu: Option<u64>,
+    /// Transfers per second of the generation's link speed.
+    pub(crate) pcie_speed: Option<f64>,
+    pub(crate) pcie_width: Option<u64>,
+}
+
+/// A PCIe generation's link speed in transfers per second.
+fn generation_speed(generation: u64) -> Option<f64> {
+    Some(match generation {
+        1 => 2.5e9,
+        2 => 5e9,
+        3 => 8e9,
+        4 => 16e9,
+        5 => 32e9,
+        6 => 64e9,
+        _ => return None,
+    })
+}
+
+impl Inventory {
+    /// Validates the file's section; a bad value names its key.
+    pub(crate) fn from_file(file: Option<FileExpected>) -> Result<Inventory, ConfigError> {
+        let Some(f) = file else {
+            return Ok(Inventory::default());
+        };
+        let positive = |key: &str, v: Option<u64>| match v {
+            Some(0) => Err(config_error(
+                format!("expected.{key}"),
+                "expected a whole number above 0 (leave the key out to check nothing)",
+            )),
+            v => Ok(v),
+        };
+        let rate = match f.rdma_port_rate_gbps {
+            Some(r) if !(r.is_finite() && r > 0.0) => {
+                return Err(config_error(
+                    "expected.rdma-port-rate-gbps",
+                    "expected a rate in Gb/s above 0, such as 400",
+                ));
+            }
+            r => r.map(|g| g * 1e9 / 8.0),
+        };
+        let pcie_speed = match f.pcie_generation {
+            None => None,
+            Some(g) => Some(generation_speed(g).ok_or_else(|| {
+                config_error(
+                    "expected.pcie-generation",
+                    format!("{g}: expected a PCIe generation from 1 to 6"),
+                )
+            })?),
+        };
+        Ok(Inventory {
+            gpus: positive("gpus", f.gpus)?,
+            rdma_ports: positive("rdma-ports", f.rdma_ports)?,
+            rdma_port_rate: rate,
+            rdma_port_width: positive("rdma-port-width", f.rdma_port_width)?,
+            nvlinks_per_gpu: positive("nvlinks-per-gpu", f.nvlinks_per_gpu)?,
+            pcie_speed,
+            pcie_width: positive("pcie-width", f.pcie_width)?,
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == Inventory::default()
+    }
+}
+
+fn family<'a>(families: &'a [Family], name: &str) -> Option<&'a Family> {
+    families.iter().find(|f| f.name == name)
+}
+
+fn label<'a>(labels: &'a [(&'static str, Label)], name: &str) -> &'a str {
+    labels
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("")
+}
+
+fn number(v: &Value) -> f64 {
+    match *v {
+        Value::U64(v) => v as f64,
+        Value::I64(v) => v as f64,
+        Value::F64(v) => v,
+    }
+}
+
+/// The value of `name`'s sample for one port.
+fn port_value(families: &[Family], name: &str, device: &str, port: &str) -> Option<f64> {
+    family(families, name)?
+        .samples
+        .iter()
+        .find(|s| label(&s.labels, "device") == device && label(&s.labels, "port") == port)
+        .map(|s| number(&s.value))
+}
+
+/// The inventory families for `expected`, counting what `families` (this collection's)
+/// show.
+pub(crate) fn families(
+    expected: &Inventory,
+    collection: &Collection,
+    families: &[Family],
+) -> Vec<Family> {
+    if expected.is_empty() {
+        return Vec::new();
+    }
+    // Whether a source completed, and produced data.
+    let ran = |source: &str| {
+        collection
+            .outcomes
+            .iter()
+            .find(|o| o.name == source)
+            .is_some_and(|o| o.success)
+    };
+    let mut want = Family::gauge(
+        "railscope_inventory_expected",
+        "What the node must have, by kind (gpu, rdma_port, rdma_port_up, nvlink_up), from the config file's expected section.",
+    );
+    let mut have = Family::gauge(
+        "railscope_inventory_present",
+        "What the last collection found, by kind: gpu (GPUs NVML reports), rdma_port (RDMA ports), rdma_port_up (ACTIVE/LinkUp at the expected rate and width), nvlink_up (NVLinks up). Absent while the kind's collector fails.",
+    );
+    let ports = family(families, "railscope_ib_port").map(|f| f.samples.as_slice());
+    let mut push = |kind: &'static str, expected: Option<u64>, present: Option<u64>| {
+        if let Some(e) = expected {
+            want.push([("kind", kind)], e);
+            if let Some(p) = present {
+                have.push([("kind", kind)], p);
+            }
+        }
+    };
+    let infiniband = ran("infiniband");
+    let port_count = infiniband.then(|| ports.map_or(0, <[_]>::len) as u64);
+    push("rdma_port", expected.rdma_ports, port_count);
+    let up = infiniband.then(|| {
+        ports.map_or(0, |ports| {
+            ports
+                .iter()
+                .filter(|s| {
+                    let (device, port) = (label(&s.labels, "device"), label(&s.labels, "port"));
+                    let state = label(&s.labels, "state") == "ACTIVE"
+                        && matches!(label(&s.labels, "phys_state"), "LinkUp" | "<unknown>");
+                    let rate = expected.rdma_port_rate.is_none_or(|want| {
+                        port_value(
+                            families,
+                            "railscope_ib_port_rate_bytes_per_second",
+                            device,
+                            port,
+                        )
+                        .is_some_and(|r| r >= want)
+                    });
+                    let width = expected.rdma_port_width.is_none_or(|want| {
+                        port_value(families, "railscope_ib_port_link_width_lanes", device, port)
+                            .is_some_and(|w| w >= want as f64)
+                    });
+                    state && rate && width
+                })
+                .count() as u64
+        })
+    });
+    push("rdma_port_up", expected.rdma_ports, up);
+    let gpu = ran("gpu");
+    let gpus = gpu.then(|| family(families, "railscope_gpu").map_or(0, |f| f.samples.len() as u64));
+    push("gpu", expected.gpus, gpus);
+    let links = gpu.then(|| {
+        family(families, "railscope_nvlink_up").map_or(0, |f| {
+            f.samples.iter().filter(|s| number(&s.value) == 1.0).count() as u64
+        })
+    });
+    push(
+        "nvlink_up",
+        expected
+            .gpus
+            .zip(expected.nvlinks_per_gpu)
+            .map(|(g, l)| g * l),
+        links,
+    );
+    let mut out = vec![want, have];
+    let mut threshold = |name: &'static str, help: &'static str, v: Option<f64>| {
+        if let Some(v) = v {
+            let mut f = Family::gauge(name, help);
+            f.push_unlabelled(v);
+            out.push(f);
+        }
+    };
+    threshold(
+        "railscope_inventory_expected_port_rate_bytes_per_second",
+        "The rate every RDMA port must run at, from the config file's expected section.",
+        expected.rdma_port_rate,
+    );
+    threshold(
+        "railscope_inventory_expected_port_width_lanes",
+        "The link width every RDMA port must run, from the config file's expected section.",
+        expected.rdma_port_width.map(|w| w as f64),
+    );
+    threshold(
+        "railscope_inventory_expected_pcie_link_speed_transfers_per_second",
+        "The PCIe link speed every NIC and GPU must run at, from the config file's expected section.",
+        expected.pcie_speed,
+    );
+    threshold(
+        "railscope_inventory_expected_pcie_link_width_lanes",
+        "The PCIe link width every NIC and GPU must run, from the config file's expected section.",
+        expected.pcie_width.map(|w| w as f64),
+    );
+    out
+}
