@@ -30,6 +30,17 @@ pub(crate) enum Value {
     F64(f64),
 }
 
+impl Value {
+    /// The value as a float (what a scraper reads).
+    pub(crate) fn as_f64(self) -> f64 {
+        match self {
+            Value::U64(v) => v as f64,
+            Value::I64(v) => v as f64,
+            Value::F64(v) => v,
+        }
+    }
+}
+
 impl From<u64> for Value {
     fn from(v: u64) -> Self {
         Value::U64(v)

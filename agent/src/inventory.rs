@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::collection::Collection;
 use crate::config::{ConfigError, config_error};
-use crate::exposition::{Family, Label, Value};
+use crate::exposition::{Family, Label};
 
 /// The config file's `expected` section.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -116,21 +116,13 @@ fn label<'a>(labels: &'a [(&'static str, Label)], name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn number(v: &Value) -> f64 {
-    match *v {
-        Value::U64(v) => v as f64,
-        Value::I64(v) => v as f64,
-        Value::F64(v) => v,
-    }
-}
-
 /// The value of `name`'s sample for one port.
 fn port_value(families: &[Family], name: &str, device: &str, port: &str) -> Option<f64> {
     family(families, name)?
         .samples
         .iter()
         .find(|s| label(&s.labels, "device") == device && label(&s.labels, "port") == port)
-        .map(|s| number(&s.value))
+        .map(|s| s.value.as_f64())
 }
 
 /// The inventory families for `expected`, counting what `families` (this collection's)
@@ -203,7 +195,7 @@ pub(crate) fn families(
     push("gpu", expected.gpus, gpus);
     let links = gpu.then(|| {
         family(families, "railscope_nvlink_up").map_or(0, |f| {
-            f.samples.iter().filter(|s| number(&s.value) == 1.0).count() as u64
+            f.samples.iter().filter(|s| s.value.as_f64() == 1.0).count() as u64
         })
     });
     push(

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::exposition::{Family, Value};
+use crate::exposition::Family;
 
 /// One sample: the metric name as exposed (counters with `_total`), its labels, its value.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,11 +35,7 @@ impl Facts {
         for family in families {
             let name = family.sample_name();
             for s in &family.samples {
-                let value = match s.value {
-                    Value::U64(v) => v as f64,
-                    Value::I64(v) => v as f64,
-                    Value::F64(v) => v,
-                };
+                let value = s.value.as_f64();
                 samples.push(Sample {
                     name: name.clone(),
                     labels: s

@@ -12,10 +12,11 @@ use hyper::Request;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{PrivateKeyDer, ServerName};
 
 use super::facts::Facts;
 use crate::config::{ConfigError, config_error};
+use crate::http::web_config::read_certs;
 
 /// Where and how to read an agent's metrics.
 #[derive(Debug, Clone)]
@@ -121,9 +122,8 @@ impl Target {
     fn tls_config(&self) -> Result<rustls::ClientConfig, String> {
         let mut roots = rustls::RootCertStore::empty();
         if let Some(ca) = &self.ca_file {
-            let certs = CertificateDer::pem_file_iter(ca)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("--from.ca-file {}: {e}", ca.display()))?;
+            let certs =
+                read_certs(ca).map_err(|e| format!("--from.ca-file {}: {e}", ca.display()))?;
             for cert in certs {
                 roots
                     .add(cert)
@@ -138,8 +138,7 @@ impl Target {
         match &self.client_cert {
             None => Ok(builder.with_no_client_auth()),
             Some((cert, key)) => {
-                let chain = CertificateDer::pem_file_iter(cert)
-                    .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                let chain = read_certs(cert)
                     .map_err(|e| format!("--from.cert-file {}: {e}", cert.display()))?;
                 let key = PrivateKeyDer::from_pem_file(key)
                     .map_err(|e| format!("--from.key-file {}: {e}", key.display()))?;

@@ -605,7 +605,9 @@ fn read_cert_and_key(
 }
 
 /// Every certificate in the PEM file at `path`.
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, rustls::pki_types::pem::Error> {
+pub(crate) fn read_certs(
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, rustls::pki_types::pem::Error> {
     CertificateDer::pem_file_iter(path).and_then(|it| it.collect::<Result<Vec<_>, _>>())
 }
 
