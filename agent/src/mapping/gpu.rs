@@ -12,8 +12,411 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     families.extend(memory_health_families(&snapshot.gpus));
     families.extend(pcie_families(&snapshot.gpus));
     families.extend(error_and_fabric_families(&snapshot.gpus));
+    families.extend(counter_families(&snapshot.gpus));
+    families.extend(activity_families(&snapshot.gpus));
+    families.extend(mig_families(&snapshot.gpus));
+    families.extend(fabric_c2c_families(&snapshot.gpus));
     families.extend(nvlink_families(&snapshot.gpus));
     families
+}
+
+/// A percentage as NVML gives it, as a ratio.
+fn ratio(percent: f64) -> f64 {
+    percent / 100.0
+}
+
+/// MiB per second, as GPM gives bandwidth, in bytes per second.
+fn mib_per_second(v: f64) -> f64 {
+    v * 1_048_576.0
+}
+
+/// What the GPU counts between scrapes: energy, clock events, violations; and reserved
+/// memory, HBM temperature, encoder and decoder utilization.
+fn counter_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut energy = Family::counter(
+        "railscope_gpu_energy_joules",
+        "Energy the GPU used since the driver loaded (read every 30 s: the call costs milliseconds of CPU). rate() is watts; increase() over a job is its joules.",
+    );
+    let mut reserved = Family::gauge(
+        "railscope_gpu_memory_reserved_bytes",
+        "Device memory the driver reserves (neither used nor free).",
+    );
+    let mut mem_temp = Family::gauge(
+        "railscope_gpu_memory_temperature_celsius",
+        "HBM temperature.",
+    );
+    let mut encoder = Family::gauge(
+        "railscope_gpu_encoder_utilization_ratio",
+        "Fraction of time the video encoder was busy in the last sample period.",
+    );
+    let mut decoder = Family::gauge(
+        "railscope_gpu_decoder_utilization_ratio",
+        "Fraction of time the video decoder was busy in the last sample period.",
+    );
+    let mut clock_events = Family::counter(
+        "railscope_gpu_clock_event_seconds",
+        "Time the GPU's clocks were held down, by reason (sw_power_cap, sync_boost, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown). rate() is the fraction of time, including events shorter than a scrape.",
+    );
+    let mut violations = Family::counter(
+        "railscope_gpu_violation_seconds",
+        "Time the GPU was held below its target clocks, by performance policy (power, thermal, sync_boost, board_limit, low_utilization, reliability, total_app_clocks, total_base_clocks); read every 60 s.",
+    );
+    for gpu in gpus {
+        let g = || gpu_labels(gpu);
+        if let Some(mj) = gpu.energy_mj {
+            energy.push(g(), mj as f64 / 1000.0);
+        }
+        if let Some(r) = gpu.memory_reserved {
+            reserved.push(g(), r);
+        }
+        if let Some(t) = gpu.memory_temperature_c {
+            mem_temp.push(g(), t);
+        }
+        if let Some(u) = gpu.codec_utilization.0 {
+            encoder.push(g(), ratio(f64::from(u)));
+        }
+        if let Some(u) = gpu.codec_utilization.1 {
+            decoder.push(g(), ratio(f64::from(u)));
+        }
+        for (reason, ns) in &gpu.clock_events_ns {
+            clock_events.push(gpu_labels_with(gpu, "reason", reason), *ns as f64 / 1e9);
+        }
+        for (policy, ns) in &gpu.violations_ns {
+            violations.push(gpu_labels_with(gpu, "policy", policy), *ns as f64 / 1e9);
+        }
+    }
+    vec![
+        energy,
+        reserved,
+        mem_temp,
+        encoder,
+        decoder,
+        clock_events,
+        violations,
+    ]
+}
+
+/// An extra label: (name, value).
+type ExtraLabel = Option<(&'static str, &'static str)>;
+
+/// Where each GPM metric goes: (metric id, family index in [`activity_families`], extra
+/// label, whether it is a bandwidth in MiB/s rather than a percentage).
+const GPM_SERIES: [(u32, usize, ExtraLabel, bool); 19] = [
+    (1, 0, None, false),
+    (2, 1, None, false),
+    (3, 2, None, false),
+    (5, 3, None, false),
+    (10, 4, None, false),
+    (4, 5, Some(("pipe", "integer")), false),
+    (6, 5, Some(("pipe", "tensor_dfma")), false),
+    (7, 5, Some(("pipe", "tensor_hmma")), false),
+    (8, 5, Some(("pipe", "tensor_dmma")), false),
+    (9, 5, Some(("pipe", "tensor_imma")), false),
+    (11, 5, Some(("pipe", "fp64")), false),
+    (12, 5, Some(("pipe", "fp32")), false),
+    (13, 5, Some(("pipe", "fp16")), false),
+    (20, 6, Some(("direction", "tx")), true),
+    (21, 6, Some(("direction", "rx")), true),
+    (60, 7, Some(("direction", "rx")), true),
+    (61, 7, Some(("direction", "tx")), true),
+    (100, 8, Some(("direction", "tx")), true),
+    (101, 8, Some(("direction", "rx")), true),
+];
+
+/// GPU activity from GPM (Hopper and later) over the window between two collections.
+fn activity_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut families = vec![
+        Family::gauge(
+            "railscope_gpu_graphics_active_ratio",
+            "Fraction of time the graphics or compute engine was active (GPM; DCGM's GR_ENGINE_ACTIVE), over railscope_gpu_gpm_window_seconds.",
+        ),
+        Family::gauge(
+            "railscope_gpu_sm_active_ratio",
+            "Fraction of time an SM had at least one warp resident, averaged over all SMs (GPM; DCGM's SM_ACTIVE).",
+        ),
+        Family::gauge(
+            "railscope_gpu_sm_occupancy_ratio",
+            "Resident warps as a fraction of the maximum, averaged over all SMs (GPM; DCGM's SM_OCCUPANCY).",
+        ),
+        Family::gauge(
+            "railscope_gpu_tensor_active_ratio",
+            "Fraction of cycles any tensor pipe was active (GPM; DCGM's PIPE_TENSOR_ACTIVE).",
+        ),
+        Family::gauge(
+            "railscope_gpu_dram_active_ratio",
+            "Fraction of cycles device memory was sending or receiving data (GPM; DCGM's DRAM_ACTIVE).",
+        ),
+        Family::gauge(
+            "railscope_gpu_pipe_active_ratio",
+            "Fraction of cycles a pipe was active, by pipe (fp64, fp32, fp16, integer, tensor_hmma, tensor_imma, tensor_dfma, tensor_dmma) (GPM).",
+        ),
+        Family::gauge(
+            "railscope_gpu_gpm_pcie_bytes_per_second",
+            "PCIe traffic by direction over the window (GPM; DCGM's PCIE_TX/RX_BYTES).",
+        ),
+        Family::gauge(
+            "railscope_gpu_gpm_nvlink_bytes_per_second",
+            "NVLink traffic of all links by direction over the window (GPM; DCGM's NVLINK_TX/RX_BYTES).",
+        ),
+        Family::gauge(
+            "railscope_gpu_gpm_c2c_bytes_per_second",
+            "NVLink-C2C traffic by direction over the window (GPM, Grace-Blackwell).",
+        ),
+    ];
+    let mut supported = Family::gauge(
+        "railscope_gpu_gpm_supported",
+        "1 when the GPU's activity can be read through GPM (Hopper and later); 0 means the activity series cannot exist on this GPU, not that it is idle.",
+    );
+    let mut window = Family::gauge(
+        "railscope_gpu_gpm_window_seconds",
+        "The window the GPM activity series cover: the time between the two samples they are computed from.",
+    );
+    for gpu in gpus {
+        if let Some(s) = gpu.gpm_supported {
+            supported.push(gpu_labels(gpu), s);
+        }
+        let Some(activity) = &gpu.activity else {
+            continue;
+        };
+        window.push(gpu_labels(gpu), activity.window_seconds);
+        for (id, value) in &activity.metrics {
+            let Some((_, family, label, bandwidth)) = GPM_SERIES.iter().find(|s| s.0 == *id) else {
+                continue;
+            };
+            let labels = match label {
+                Some((name, value)) => gpu_labels_with(gpu, name, value),
+                None => gpu_labels(gpu),
+            };
+            let v = if *bandwidth {
+                mib_per_second(*value)
+            } else {
+                ratio(*value)
+            };
+            families[*family].push(labels, v);
+        }
+    }
+    families.push(supported);
+    families.push(window);
+    families
+}
+
+/// MIG mode, the MIG devices with their UUIDs and profiles, their memory, and the activity
+/// of each GPU instance.
+fn mig_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut enabled = Family::gauge(
+        "railscope_gpu_mig_enabled",
+        "1 when the GPU is in MIG mode.",
+    );
+    let mut pending = Family::gauge(
+        "railscope_gpu_mig_pending_enabled",
+        "The MIG mode the GPU takes at its next reset.",
+    );
+    let mut info = Family::info(
+        "railscope_gpu_mig_device",
+        "One per MIG device (a compute instance of a GPU instance): its UUID (what a device plugin hands to pods), profile and name.",
+    );
+    let mut used = Family::gauge(
+        "railscope_gpu_mig_memory_used_bytes",
+        "Memory of the MIG device's GPU instance in use.",
+    );
+    let mut total = Family::gauge(
+        "railscope_gpu_mig_memory_total_bytes",
+        "Memory of the MIG device's GPU instance.",
+    );
+    let mut reserved = Family::gauge(
+        "railscope_gpu_mig_memory_reserved_bytes",
+        "Memory of the MIG device's GPU instance that the driver reserves.",
+    );
+    let mut activity = [
+        (
+            1,
+            Family::gauge(
+                "railscope_gpu_mig_graphics_active_ratio",
+                "Fraction of time the GPU instance's graphics or compute engine was active (GPM).",
+            ),
+        ),
+        (
+            2,
+            Family::gauge(
+                "railscope_gpu_mig_sm_active_ratio",
+                "Fraction of time the GPU instance's SMs had a warp resident (GPM).",
+            ),
+        ),
+        (
+            3,
+            Family::gauge(
+                "railscope_gpu_mig_sm_occupancy_ratio",
+                "Resident warps as a fraction of the maximum on the GPU instance's SMs (GPM).",
+            ),
+        ),
+        (
+            5,
+            Family::gauge(
+                "railscope_gpu_mig_tensor_active_ratio",
+                "Fraction of cycles a tensor pipe of the GPU instance was active (GPM).",
+            ),
+        ),
+        (
+            10,
+            Family::gauge(
+                "railscope_gpu_mig_dram_active_ratio",
+                "Fraction of cycles the GPU instance's memory was sending or receiving data (GPM).",
+            ),
+        ),
+    ];
+    for gpu in gpus {
+        let Some(mig) = &gpu.mig else {
+            continue;
+        };
+        enabled.push(gpu_labels(gpu), mig.enabled);
+        pending.push(gpu_labels(gpu), mig.pending);
+        for d in &mig.devices {
+            let instance = || -> Labels {
+                smallvec::smallvec![
+                    ("gpu", Label::number(gpu.index)),
+                    ("gpu_instance", Label::number(d.gpu_instance)),
+                    ("compute_instance", Label::number(d.compute_instance)),
+                ]
+            };
+            let mut labels = instance();
+            labels.push(("mig_uuid", Label::from(d.uuid.clone().unwrap_or_default())));
+            labels.push((
+                "profile",
+                Label::from(d.profile().unwrap_or_default().to_owned()),
+            ));
+            labels.push(("name", Label::from(d.name.clone().unwrap_or_default())));
+            info.push(labels, 1u64);
+            if let Some((u, t, r)) = d.memory {
+                used.push(instance(), u);
+                total.push(instance(), t);
+                reserved.push(instance(), r);
+            }
+        }
+        for (gi, a) in &mig.activity {
+            for (id, value) in &a.metrics {
+                if let Some((_, family)) = activity.iter_mut().find(|(i, _)| i == id) {
+                    family.push(
+                        gpu_labels_and(gpu, "gpu_instance", Label::number(*gi)),
+                        ratio(*value),
+                    );
+                }
+            }
+        }
+    }
+    let mut families = vec![enabled, pending, info, used, total, reserved];
+    families.extend(activity.into_iter().map(|(_, f)| f));
+    families
+}
+
+/// Fabric health conditions: (label, shift in the health mask).
+const FABRIC_CONDITIONS: [(&str, u32); 4] = [
+    ("degraded_bandwidth", 0),
+    ("route_recovery", 2),
+    ("route_unhealthy", 4),
+    ("access_timeout_recovery", 6),
+];
+
+/// `NVML_GPU_FABRIC_HEALTH_SUMMARY_*` from 1.
+const FABRIC_SUMMARIES: [&str; 3] = ["healthy", "unhealthy", "limited_capacity"];
+
+/// The fabric's clique, cluster and health (NVSwitch and NVL72 systems), and NVLink-C2C
+/// (Grace-Blackwell).
+fn fabric_c2c_families(gpus: &[Gpu]) -> Vec<Family> {
+    let mut info = Family::info(
+        "railscope_gpu_fabric",
+        "The GPU's NVLink fabric once registered: clique id and cluster UUID (GPUs of one NVLink domain share them).",
+    );
+    let mut health = Family::gauge(
+        "railscope_gpu_fabric_health",
+        "1 when the fabric reports the condition (degraded_bandwidth, route_recovery, route_unhealthy, access_timeout_recovery, incorrect_configuration), 0 when it reports it absent; no series where the driver does not report it.",
+    );
+    let mut summary = Family::gauge(
+        "railscope_gpu_fabric_health_state",
+        "The fabric's health summary, one series per state (healthy, unhealthy, limited_capacity), 1 for the current one.",
+    );
+    let mut c2c_links = Family::gauge(
+        "railscope_gpu_c2c_links",
+        "NVLink-C2C links between the GPU and its CPU (Grace-Blackwell).",
+    );
+    let mut c2c_up = Family::gauge(
+        "railscope_gpu_c2c_link_up",
+        "1 when the C2C link is active.",
+    );
+    let mut c2c_bw = Family::gauge(
+        "railscope_gpu_c2c_link_max_bandwidth_bytes_per_second",
+        "The C2C link's maximum bandwidth.",
+    );
+    let mut c2c_errors = Family::counter(
+        "railscope_gpu_c2c_errors",
+        "NVLink-C2C errors by type (intr, replay, replay_b2b).",
+    );
+    let mut c2c_low_power = Family::gauge(
+        "railscope_gpu_c2c_low_power",
+        "1 when the C2C links are in their low-power state.",
+    );
+    for gpu in gpus {
+        if let Some(f) = &gpu.fabric_v3 {
+            info.push(
+                [
+                    ("gpu", gpu.index.to_string()),
+                    ("clique_id", f.clique_id.to_string()),
+                    ("cluster_uuid", f.cluster_uuid.clone()),
+                ],
+                1u64,
+            );
+            for (name, shift) in FABRIC_CONDITIONS {
+                // 1 true, 2 false, 0 not reported.
+                match (f.health_mask >> shift) & 0x3 {
+                    1 => health.push(gpu_labels_with(gpu, "condition", name), 1u64),
+                    2 => health.push(gpu_labels_with(gpu, "condition", name), 0u64),
+                    _ => {}
+                }
+            }
+            // 1 none, 2 and up: what is wrong; 0 not reported.
+            match (f.health_mask >> 8) & 0xf {
+                0 => {}
+                v => health.push(
+                    gpu_labels_with(gpu, "condition", "incorrect_configuration"),
+                    v > 1,
+                ),
+            }
+            if let Some(current) = usize::from(f.health_summary).checked_sub(1)
+                && current < FABRIC_SUMMARIES.len()
+            {
+                for (i, name) in FABRIC_SUMMARIES.iter().enumerate() {
+                    summary.push(gpu_labels_with(gpu, "state", name), i == current);
+                }
+            }
+        }
+        if let Some(c) = &gpu.c2c {
+            c2c_links.push(gpu_labels(gpu), c.links);
+            for (link, up, bw) in &c.link_state {
+                let l = || gpu_labels_and(gpu, "link", Label::number(*link));
+                if let Some(up) = up {
+                    c2c_up.push(l(), *up);
+                }
+                if let Some(bw) = bw {
+                    c2c_bw.push(l(), u64::from(*bw) * 1_000_000);
+                }
+            }
+            for (kind, n) in &c.errors {
+                c2c_errors.push(gpu_labels_with(gpu, "type", kind), *n);
+            }
+            if let Some(low) = c.low_power {
+                c2c_low_power.push(gpu_labels(gpu), low);
+            }
+        }
+    }
+    vec![
+        info,
+        health,
+        summary,
+        c2c_links,
+        c2c_up,
+        c2c_bw,
+        c2c_errors,
+        c2c_low_power,
+    ]
 }
 
 /// An XID code's label (most are below 128).
@@ -368,7 +771,19 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
     );
     let mut nv_errors = Family::counter(
         "railscope_nvlink_errors",
-        "NVLink data-link errors by type: replay, recovery, crc_flit, crc_data.",
+        "NVLink errors by type: replay, recovery, crc_flit, crc_data; on NVLink5 malformed_packet, buffer_overrun, rcv, rcv_remote, rcv_general, local_link_integrity, xmit_discards, effective, symbol.",
+    );
+    let mut nv_recoveries = Family::counter(
+        "railscope_nvlink_link_recovery_events",
+        "NVLink5 link recoveries by result (successful, failed).",
+    );
+    let mut nv_effective_ber = Family::gauge(
+        "railscope_nvlink_effective_ber",
+        "NVLink5 effective bit error rate (after forward error correction).",
+    );
+    let mut nv_symbol_ber = Family::gauge(
+        "railscope_nvlink_symbol_ber",
+        "NVLink5 symbol bit error rate (before forward error correction).",
     );
     let mut nv_bytes = Family::counter(
         "railscope_nvlink_data_bytes",
@@ -407,6 +822,17 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
                 labels.push(("type", Label::Static(kind)));
                 nv_errors.push(labels, *n);
             }
+            for (result, n) in &link.recoveries {
+                let mut labels = l();
+                labels.push(("result", Label::Static(result)));
+                nv_recoveries.push(labels, *n);
+            }
+            if let Some(ber) = link.effective_ber {
+                nv_effective_ber.push(l(), ber);
+            }
+            if let Some(ber) = link.symbol_ber {
+                nv_symbol_ber.push(l(), ber);
+            }
             for (direction, bytes) in [("tx", link.tx_bytes), ("rx", link.rx_bytes)] {
                 if let Some(b) = bytes {
                     let mut labels = l();
@@ -416,5 +842,14 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
             }
         }
     }
-    vec![nv_up, nv_version, nv_remote, nv_errors, nv_bytes]
+    vec![
+        nv_up,
+        nv_version,
+        nv_remote,
+        nv_errors,
+        nv_recoveries,
+        nv_effective_ber,
+        nv_symbol_ber,
+        nv_bytes,
+    ]
 }

@@ -17,6 +17,13 @@
 //!   [`REPLAYS_EVERY`], the last value exported in between. A counter read on a cadence
 //!   stays exact; it only lags.
 //!
+//! * The energy counter (`nvmlDeviceGetTotalEnergyConsumption`, 4.3 ms of CPU): read every
+//!   [`ENERGY_EVERY`]; the violation counters (`nvmlDeviceGetViolationStatus`, 0.8 ms per
+//!   policy, eight policies) every [`VIOLATIONS_EVERY`].
+//! * What the GPU does not support ([`Kept::unsupported`], [`Kept::unsupported_fields`]):
+//!   a call or field id that answered `NOT_SUPPORTED` is not asked again until the static
+//!   values are read again.
+//!
 //! A read that failed (other than `NOT_SUPPORTED`) is not kept as fresh: it is read again
 //! at the next scrape and counted again, as every failing call is.
 
@@ -29,6 +36,12 @@ pub const STATIC_REFRESH: Duration = Duration::from_secs(600);
 
 /// How often the PCIe replay counter is read.
 pub const REPLAYS_EVERY: Duration = Duration::from_secs(30);
+
+/// How often the energy counter is read.
+pub const ENERGY_EVERY: Duration = Duration::from_secs(30);
+
+/// How often the violation counters are read.
+pub const VIOLATIONS_EVERY: Duration = Duration::from_secs(60);
 
 /// What does not change while the driver is loaded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,6 +100,14 @@ pub struct Kept {
     pub links: Vec<(u32, LinkIdentity)>,
     /// The PCIe replay counter.
     pub replays: Timed<Option<u32>>,
+    /// The energy counter, mJ.
+    pub energy: Timed<Option<u64>>,
+    /// Violation time per policy, ns.
+    pub violations: Timed<Vec<(&'static str, u64)>>,
+    /// Calls (by name) that answered `NOT_SUPPORTED` since the statics were last read.
+    pub unsupported: Vec<&'static str>,
+    /// Field ids that answered `NOT_SUPPORTED` since the statics were last read.
+    pub unsupported_fields: Vec<u32>,
 }
 
 /// Which kept values a reading of a GPU at some instant reads again.
@@ -96,6 +117,10 @@ pub struct Plan {
     pub statics: bool,
     /// The PCIe replay counter.
     pub replays: bool,
+    /// The energy counter.
+    pub energy: bool,
+    /// The violation counters.
+    pub violations: bool,
 }
 
 impl Kept {
@@ -104,6 +129,26 @@ impl Kept {
         Plan {
             statics: self.statics.value.is_none() || self.statics.due(now, STATIC_REFRESH),
             replays: self.replays.due(now, REPLAYS_EVERY),
+            energy: self.energy.due(now, ENERGY_EVERY),
+            violations: self.violations.due(now, VIOLATIONS_EVERY),
+        }
+    }
+
+    /// Forgets what was unsupported, so that it is asked again (with the statics).
+    pub fn forget_unsupported(&mut self) {
+        self.unsupported.clear();
+        self.unsupported_fields.clear();
+    }
+
+    /// Whether `call` answered `NOT_SUPPORTED` since the statics were read.
+    pub fn is_unsupported(&self, call: &str) -> bool {
+        self.unsupported.contains(&call)
+    }
+
+    /// Remembers that `call` answered `NOT_SUPPORTED`.
+    pub fn set_unsupported(&mut self, call: &'static str) {
+        if !self.is_unsupported(call) {
+            self.unsupported.push(call);
         }
     }
 
@@ -112,7 +157,10 @@ impl Kept {
     pub fn invalidate(&mut self) {
         self.statics.at = None;
         self.replays.at = None;
+        self.energy.at = None;
+        self.violations.at = None;
         self.links.clear();
+        self.forget_unsupported();
     }
 
     /// What active link `link` connects to, if kept.
@@ -164,7 +212,9 @@ mod tests {
             kept.plan(Instant::now()),
             Plan {
                 statics: true,
-                replays: true
+                replays: true,
+                energy: true,
+                violations: true,
             }
         );
     }
@@ -204,7 +254,9 @@ mod tests {
             kept.plan(t0 + Duration::from_secs(2)),
             Plan {
                 statics: true,
-                replays: true
+                replays: true,
+                energy: true,
+                violations: true,
             },
             "read again as soon as it answers"
         );
@@ -214,6 +266,36 @@ mod tests {
         kept.replays.set(Some(4), t1, true);
         assert!(!kept.plan(t1 + Duration::from_secs(10)).statics);
         assert_eq!(kept.identity().uuid.as_deref(), Some("GPU-b"));
+    }
+
+    #[test]
+    fn energy_and_violations_are_read_on_their_own_cadences() {
+        let t0 = Instant::now();
+        let mut kept = Kept::default();
+        kept.energy.set(Some(5_114_060), t0, true);
+        kept.violations.set(vec![("power", 3)], t0, true);
+        for after in [1, 15, 29, 30, 45, 59, 60] {
+            let plan = kept.plan(t0 + Duration::from_secs(after));
+            assert_eq!(plan.energy, after >= 30, "energy {after} s after");
+            assert_eq!(plan.violations, after >= 60, "violations {after} s after");
+        }
+    }
+
+    #[test]
+    fn what_is_unsupported_is_asked_again_only_with_the_statics_or_after_a_loss() {
+        let mut kept = Kept::default();
+        kept.set_unsupported("nvmlDeviceGetMigMode");
+        kept.set_unsupported("nvmlDeviceGetMigMode");
+        kept.unsupported_fields.push(170);
+        assert!(kept.is_unsupported("nvmlDeviceGetMigMode"));
+        assert_eq!(kept.unsupported, vec!["nvmlDeviceGetMigMode"]);
+        assert!(!kept.is_unsupported("nvmlDeviceGetEncoderUtilization"));
+        kept.invalidate();
+        assert!(!kept.is_unsupported("nvmlDeviceGetMigMode"));
+        assert!(kept.unsupported_fields.is_empty());
+        kept.set_unsupported("nvmlDeviceGetMigMode");
+        kept.forget_unsupported();
+        assert!(kept.unsupported.is_empty());
     }
 
     #[test]

@@ -23,7 +23,10 @@
 //! and "cannot see XIDs" are different things. A registration that fails is logged once and
 //! tried again every [`XID_RETRY`].
 
+mod counters;
+pub mod gpm;
 pub mod kept;
+mod mig;
 pub(crate) mod raw;
 pub mod sampler;
 pub mod types;
@@ -44,9 +47,10 @@ use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 
-pub use kept::{REPLAYS_EVERY, STATIC_REFRESH};
+pub use kept::{ENERGY_EVERY, REPLAYS_EVERY, STATIC_REFRESH, VIOLATIONS_EVERY};
 pub use types::*;
 
+use gpm::GpmState;
 use kept::{Kept, LinkIdentity, Statics};
 use sampler::Sampler;
 
@@ -116,6 +120,8 @@ struct Runtime {
     /// for a GPU that times out or is lost, the replay counter), by NVML index. Locked only
     /// to copy in and out, never across an NVML call.
     kept: Vec<Mutex<Kept>>,
+    /// Each GPU's GPM samples, by NVML index; locked by the GPU's own reading only.
+    gpm: Vec<Mutex<GpmState>>,
     /// The PCIe sampler; `None` when turned off.
     sampler: Option<Arc<Sampler>>,
     xids: Arc<Xids>,
@@ -149,6 +155,11 @@ impl Runtime {
     fn invalidate(&self, index: u32) {
         if let Some(k) = self.kept.get(index as usize) {
             lock(k).invalidate();
+        }
+        if let Some(g) = self.gpm.get(index as usize)
+            && let Ok(mut g) = g.try_lock()
+        {
+            g.reset();
         }
         if let Some(s) = &self.sampler {
             s.forget(index);
@@ -210,6 +221,9 @@ impl GpuSource {
         let rt = Arc::new(Runtime {
             count,
             kept: (0..count).map(|_| Mutex::new(Kept::default())).collect(),
+            gpm: (0..count)
+                .map(|_| Mutex::new(GpmState::default()))
+                .collect(),
             sampler: Sampler::start(nvml, count, self.pcie_interval),
             xids,
             driver_version: nvml.sys_driver_version().ok(),
@@ -298,7 +312,13 @@ impl Source for GpuSource {
         let unit_rt = Arc::clone(&rt);
         let units = run.each(keys, width, move |key| {
             let index = key.trim_start_matches("gpu").parse().unwrap_or(u32::MAX);
-            read_gpu(nvml, index, unit_rt.kept(index), unit_rt.sampler.as_deref())
+            read_gpu(
+                nvml,
+                index,
+                unit_rt.kept(index),
+                unit_rt.gpm.get(index as usize),
+                unit_rt.sampler.as_deref(),
+            )
         });
         let mut units: HashMap<u32, Unit<(Gpu, Kept)>> = units
             .into_iter()
@@ -484,6 +504,7 @@ pub(crate) fn read_gpu(
     nvml: &Nvml,
     index: u32,
     mut kept: Kept,
+    gpm: Option<&Mutex<GpmState>>,
     sampler: Option<&Sampler>,
 ) -> (Gpu, Kept) {
     let mut gpu = Gpu {
@@ -516,8 +537,13 @@ pub(crate) fn read_gpu(
             statics.identity = gpu.identity.clone();
         }
         kept.statics.set(Some(statics), now, clean);
-        // What the links connect to is read again with the statics.
+        // What the links connect to, and what is not supported, are read again with the
+        // statics.
         kept.links.clear();
+        kept.forget_unsupported();
+        if let Some(g) = gpm.and_then(|g| g.try_lock().ok()).as_deref_mut() {
+            g.supported = None;
+        }
     }
     let statics = kept.statics.value.clone().unwrap_or_default();
     gpu.identity = statics.identity.clone();
@@ -528,9 +554,11 @@ pub(crate) fn read_gpu(
     gpu.utilization = calls
         .ok("nvmlDeviceGetUtilizationRates", device.utilization_rates())
         .map(|u| (u.gpu, u.memory));
-    gpu.memory = calls
-        .ok("nvmlDeviceGetMemoryInfo_v2", device.memory_info())
-        .map(|m| (m.used, m.total));
+    if let Some(m) = calls.ok("nvmlDeviceGetMemoryInfo_v2", device.memory_info()) {
+        gpu.memory = Some((m.used, m.total));
+        gpu.memory_reserved = Some(m.reserved);
+    }
+    gpu.codec_utilization = counters::read_codecs(&device, &mut kept, &mut calls);
     gpu.temperature_c = calls.ok(
         "nvmlDeviceGetTemperature",
         device.temperature(TemperatureSensor::Gpu),
@@ -587,12 +615,17 @@ pub(crate) fn read_gpu(
         kept.replays.set(replays, now, clean);
     }
     gpu.pcie_replays = kept.replays.value;
-    let fabric = raw::fabric_info(nvml, &device);
-    gpu.fabric = calls
-        .code("nvmlDeviceGetGpuFabricInfo", fabric)
-        .filter(|(state, _)| *state != 0);
+    counters::read(nvml, &device, plan, now, &mut kept, &mut calls, &mut gpu);
+    read_fabric(nvml, &device, &mut kept, &mut calls, &mut gpu);
+    gpu.mig = mig::read(nvml, &device, &mut kept, &mut calls);
+    if !calls.lost
+        && let Some(mut state) = gpm.and_then(|g| g.try_lock().ok())
+    {
+        read_activity(nvml, &device, now, &mut state, &mut calls, &mut gpu);
+    }
 
     gpu.nvlinks = read_nvlinks(nvml, &device, statics.nvlink_count, &mut kept, &mut calls);
+    counters::read_nvlink5(nvml, &device, &mut gpu.nvlinks, &mut kept, &mut calls);
     if !calls.lost
         && let Some(sampler) = sampler
     {
@@ -603,6 +636,80 @@ pub(crate) fn read_gpu(
         gpu.state = GpuState::Lost;
     }
     (gpu, kept)
+}
+
+/// Fabric registration, and its clique, cluster and health once completed; a GPU without
+/// a fabric (anything but NVSwitch and NVL72 systems) is not asked again until the statics
+/// are read.
+fn read_fabric(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    kept: &mut Kept,
+    calls: &mut Calls,
+    gpu: &mut Gpu,
+) {
+    const CALL: &str = "nvmlDeviceGetGpuFabricInfoV";
+    if kept.is_unsupported(CALL) {
+        return;
+    }
+    match raw::fabric_info_v3(nvml, device) {
+        Ok((0, _, _)) | Err(3 | 13) => kept.set_unsupported(CALL),
+        Ok((state, status, v3)) => {
+            gpu.fabric = Some((state, status));
+            // Clique and cluster are assigned once registration completed.
+            gpu.fabric_v3 = (state == 3).then_some(v3);
+        }
+        Err(code) => {
+            calls.code::<()>(CALL, Err(code));
+        }
+    }
+}
+
+/// GPM activity of the GPU, or of each GPU instance in MIG mode.
+fn read_activity(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    now: Instant,
+    state: &mut GpmState,
+    calls: &mut Calls,
+    gpu: &mut Gpu,
+) {
+    if state.supported.is_none() {
+        state.supported = calls.code(
+            "nvmlGpmQueryDeviceSupport",
+            raw::gpm_supported(nvml, device),
+        );
+        if state.supported.is_none() && !calls.lost {
+            // NOT_SUPPORTED or a driver without GPM: not asked again until the statics.
+            state.supported = Some(false);
+        }
+    }
+    gpu.gpm_supported = state.supported;
+    if state.supported != Some(true) {
+        return;
+    }
+    let mig_enabled = gpu.mig.as_ref().is_some_and(|m| m.enabled);
+    if let Some(mig) = gpu.mig.as_mut().filter(|m| m.enabled) {
+        let mut instances: Vec<u32> = mig.devices.iter().map(|d| d.gpu_instance).collect();
+        instances.dedup();
+        for (gi, result) in state.instances(nvml, device, &instances, now) {
+            match result {
+                Ok(Some(activity)) => mig.activity.push((gi, activity)),
+                Ok(None) => {}
+                Err(code) => {
+                    calls.code::<()>("nvmlGpmMigSampleGet", Err(code));
+                }
+            }
+        }
+    }
+    match state.device(nvml, device, now) {
+        Ok(activity) => gpu.activity = activity,
+        // Whole-GPU samples may not be offered while the GPU is partitioned.
+        Err(3) if mig_enabled => {}
+        Err(code) => {
+            calls.code::<()>("nvmlGpmSampleGet", Err(code));
+        }
+    }
 }
 
 /// Reads what does not change while the driver is loaded; the flag is false when the NVLink

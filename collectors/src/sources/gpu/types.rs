@@ -75,12 +75,95 @@ pub struct NvLink {
     pub remote_pci_address: Option<String>,
     /// `gpu`, `switch`, `ibmnpu` or `unknown`.
     pub remote_type: Option<&'static str>,
-    /// Error counters: `replay`, `recovery`, `crc_flit`, `crc_data`.
+    /// Error counters: `replay`, `recovery`, `crc_flit`, `crc_data`, and NVLink5's
+    /// `malformed_packet`, `buffer_overrun`, `rcv`, `rcv_remote`, `rcv_general`,
+    /// `local_link_integrity`, `xmit_discards`, `effective`, `symbol`.
     pub errors: Vec<(&'static str, u64)>,
     /// Data bytes sent (NVML field 138 with this link as scope; KiB in NVML, converted).
     pub tx_bytes: Option<f64>,
     /// Data bytes received (field 139).
     pub rx_bytes: Option<f64>,
+    /// NVLink5 link recoveries by result (`successful`, `failed`: fields 213, 214).
+    pub recoveries: Vec<(&'static str, u64)>,
+    /// NVLink5 effective bit error rate (field 220, decoded).
+    pub effective_ber: Option<f64>,
+    /// NVLink5 symbol bit error rate (field 222, decoded).
+    pub symbol_ber: Option<f64>,
+}
+
+/// GPU activity over the window between two GPM samples (`nvmlGpmMetricsGet`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Activity {
+    /// How long the window was, in seconds.
+    pub window_seconds: f64,
+    /// `NVML_GPM_METRIC_*` id and value, as NVML reports it (percent, or MiB/s), for the
+    /// metrics the GPU answered.
+    pub metrics: Vec<(u32, f64)>,
+}
+
+/// A GPU's MIG configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mig {
+    /// MIG mode now.
+    pub enabled: bool,
+    /// MIG mode after the next GPU reset.
+    pub pending: bool,
+    /// The MIG devices (one per compute instance).
+    pub devices: Vec<MigDevice>,
+    /// GPM activity per GPU instance: (GPU instance id, activity).
+    pub activity: Vec<(u32, Activity)>,
+}
+
+/// One MIG device: a compute instance of a GPU instance.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MigDevice {
+    /// GPU instance id.
+    pub gpu_instance: u32,
+    /// Compute instance id.
+    pub compute_instance: u32,
+    /// `MIG-...`, what a device plugin hands to a pod.
+    pub uuid: Option<String>,
+    /// `NVIDIA H100 80GB HBM3 MIG 1g.10gb`.
+    pub name: Option<String>,
+    /// Memory of its GPU instance: (used, total, reserved) bytes.
+    pub memory: Option<(u64, u64, u64)>,
+}
+
+impl MigDevice {
+    /// The profile, from the name the driver gives the device (`1g.10gb`, `3g.40gb+me`).
+    pub fn profile(&self) -> Option<&str> {
+        let name = self.name.as_deref()?;
+        let (_, profile) = name.rsplit_once(" MIG ")?;
+        Some(profile.trim())
+    }
+}
+
+/// GPU fabric registration as `nvmlDeviceGetGpuFabricInfoV` (v3) reports it on NVSwitch
+/// and NVL72 systems.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FabricV3 {
+    /// NVLink clique.
+    pub clique_id: u32,
+    /// The cluster UUID (`xxxxxxxx-xxxx-…`).
+    pub cluster_uuid: String,
+    /// `NVML_GPU_FABRIC_HEALTH_MASK_*` bit fields; 0 where the driver does not report them.
+    pub health_mask: u32,
+    /// `NVML_GPU_FABRIC_HEALTH_SUMMARY_*`: 0 not supported, 1 healthy, 2 unhealthy, 3
+    /// limited capacity.
+    pub health_summary: u8,
+}
+
+/// Grace-Blackwell NVLink-C2C (fields 170–172, 231–234).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct C2c {
+    /// How many C2C links the GPU has.
+    pub links: u32,
+    /// Per link: (link, up, max bandwidth in MB/s).
+    pub link_state: Vec<(u32, Option<bool>, Option<u32>)>,
+    /// Error counters: `intr`, `replay`, `replay_b2b`.
+    pub errors: Vec<(&'static str, u64)>,
+    /// Whether the links are in low-power state.
+    pub low_power: Option<bool>,
 }
 
 /// One GPU.
@@ -98,6 +181,27 @@ pub struct Gpu {
     pub utilization: Option<(u32, u32)>,
     /// Memory used and total in bytes.
     pub memory: Option<(u64, u64)>,
+    /// Memory the driver reserves, in bytes (`nvmlDeviceGetMemoryInfo_v2`).
+    pub memory_reserved: Option<u64>,
+    /// HBM temperature in °C (field 82).
+    pub memory_temperature_c: Option<u32>,
+    /// Encoder and decoder utilization in percent.
+    pub codec_utilization: (Option<u32>, Option<u32>),
+    /// Energy since the driver loaded, in mJ (read every [`super::ENERGY_EVERY`], the last
+    /// value in between).
+    pub energy_mj: Option<u64>,
+    /// Time the clocks were held down, per reason, in ns (fields 74, 76 and the thermal and
+    /// power-brake fields).
+    pub clock_events_ns: Vec<(&'static str, u64)>,
+    /// Time in violation per performance policy, in ns (`nvmlDeviceGetViolationStatus`,
+    /// read every [`super::VIOLATIONS_EVERY`]).
+    pub violations_ns: Vec<(&'static str, u64)>,
+    /// Whether GPM can be read on this GPU (`None`: not asked, e.g. the GPU is lost).
+    pub gpm_supported: Option<bool>,
+    /// Activity since the previous collection (GPM).
+    pub activity: Option<Activity>,
+    /// MIG mode and devices; `None` where MIG is not supported.
+    pub mig: Option<Mig>,
     /// Core temperature in °C.
     pub temperature_c: Option<u32>,
     /// Power draw in mW.
@@ -132,6 +236,10 @@ pub struct Gpu {
     pub pcie_bytes: Option<(u64, u64)>,
     /// GPU fabric (state, status) on NVSwitch systems.
     pub fabric: Option<(u32, u32)>,
+    /// Clique, cluster and health of the fabric, once registration completed.
+    pub fabric_v3: Option<FabricV3>,
+    /// NVLink-C2C; `None` where the GPU has none.
+    pub c2c: Option<C2c>,
     /// NVLinks.
     pub nvlinks: Vec<NvLink>,
     /// XID errors seen since the agent started, by code.
@@ -140,4 +248,27 @@ pub struct Gpu {
     pub xid_events_registered: bool,
     /// Calls that failed other than with NotSupported: (what, NVML error).
     pub failures: Vec<(&'static str, String)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mig_profile_is_read_from_the_device_name() {
+        let d = |name: &str| MigDevice {
+            name: Some(name.to_owned()),
+            ..MigDevice::default()
+        };
+        assert_eq!(
+            d("NVIDIA H100 80GB HBM3 MIG 1g.10gb").profile(),
+            Some("1g.10gb")
+        );
+        assert_eq!(
+            d("NVIDIA H100 80GB HBM3 MIG 1g.10gb+me").profile(),
+            Some("1g.10gb+me")
+        );
+        assert_eq!(d("NVIDIA H100 80GB HBM3").profile(), None);
+        assert_eq!(MigDevice::default().profile(), None);
+    }
 }

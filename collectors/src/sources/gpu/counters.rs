@@ -1,0 +1,306 @@
+//! What a GPU counts between scrapes, beyond utilization and power: energy, the time its
+//! clocks were held down per reason, the time in violation per performance policy, HBM
+//! temperature, NVLink-C2C (Grace-Blackwell) and the NVLink5 error counters.
+//!
+//! Cost (one H200, driver 580.159.04, `shared/reference/h200-nvml/`): the field ids read
+//! here cost ~26 µs each and are read in one `nvmlDeviceGetFieldValues` call per scrape;
+//! the energy counter costs 4.3 ms of CPU and is read every [`super::ENERGY_EVERY`]; the
+//! violation counters 0.8 ms per policy and are read every [`super::VIOLATIONS_EVERY`].
+//! A field or call that answers `NOT_SUPPORTED` is not asked again until the static values
+//! are read again ([`Kept::unsupported_fields`]).
+
+use std::time::Instant;
+
+use nvml_wrapper::enum_wrappers::device::PerformancePolicy;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::{Device, FieldIdScheme, Nvml};
+
+use super::Calls;
+use super::kept::{Kept, Plan};
+use super::raw::{self, FieldCounter};
+use super::types::{C2c, Gpu, NvLink};
+
+/// `NVML_FI_DEV_MEMORY_TEMP`.
+const FI_MEMORY_TEMP: u32 = 82;
+/// `NVML_FI_DEV_C2C_LINK_COUNT`, `…_GET_STATUS` and `…_GET_MAX_BW` (link in `scopeId`).
+const FI_C2C_LINK_COUNT: u32 = 170;
+const FI_C2C_LINK_STATUS: u32 = 171;
+const FI_C2C_LINK_MAX_BW: u32 = 172;
+/// `NVML_FI_DEV_C2C_LINK_POWER_STATE` (`NVML_C2C_POWER_STATE_LOW_POWER` = 1).
+const FI_C2C_POWER_STATE: u32 = 234;
+/// C2C error counters and their `type` label.
+const C2C_ERRORS: [(u32, &str); 3] = [(231, "intr"), (232, "replay"), (233, "replay_b2b")];
+
+/// The clock event reason counters (ns) and their `reason` label: the ids that moved
+/// between the two numberings (`FieldIdScheme`) are given as (before 580.82, after).
+const CLOCK_EVENTS: [((u32, u32), &str); 5] = [
+    ((74, 74), "sw_power_cap"),
+    ((76, 76), "sync_boost"),
+    ((251, 269), "sw_thermal_slowdown"),
+    ((252, 270), "hw_thermal_slowdown"),
+    ((253, 271), "hw_power_brake_slowdown"),
+];
+
+/// The performance policies of `nvmlDeviceGetViolationStatus` and their `policy` label.
+const POLICIES: [(PerformancePolicy, &str); 8] = [
+    (PerformancePolicy::Power, "power"),
+    (PerformancePolicy::Thermal, "thermal"),
+    (PerformancePolicy::SyncBoost, "sync_boost"),
+    (PerformancePolicy::BoardLimit, "board_limit"),
+    (PerformancePolicy::LowUtilization, "low_utilization"),
+    (PerformancePolicy::Reliability, "reliability"),
+    (PerformancePolicy::TotalAppClocks, "total_app_clocks"),
+    (PerformancePolicy::TotalBaseClocks, "total_base_clocks"),
+];
+
+/// NVLink5 error counters (link in `scopeId`) and their `type` label.
+const NVLINK5_ERRORS: [(u32, &str); 9] = [
+    (206, "malformed_packet"),
+    (207, "buffer_overrun"),
+    (208, "rcv"),
+    (209, "rcv_remote"),
+    (210, "rcv_general"),
+    (211, "local_link_integrity"),
+    (212, "xmit_discards"),
+    (219, "effective"),
+    (221, "symbol"),
+];
+/// NVLink5 link recoveries and their `result` label.
+const NVLINK5_RECOVERIES: [(u32, &str); 2] = [(213, "successful"), (214, "failed")];
+/// NVLink5 bit error rates: effective, symbol.
+const FI_NVLINK_EFFECTIVE_BER: u32 = 220;
+const FI_NVLINK_SYMBOL_BER: u32 = 222;
+
+/// The name under which an unsupported NVLink5 counter set is remembered.
+const NVLINK5: &str = "nvlink5-fields";
+
+/// `NOT_SUPPORTED`, and `INVALID_ARGUMENT`, which a driver older than a field id answers.
+fn unsupported(code: u32) -> bool {
+    matches!(code, 2 | 3)
+}
+
+/// Reads the energy (when due), the per-scrape field batch (clock events, HBM temperature,
+/// C2C) and the violation counters (when due) into `gpu`.
+pub(super) fn read(
+    nvml: &Nvml,
+    device: &Device<'_>,
+    plan: Plan,
+    now: Instant,
+    kept: &mut Kept,
+    calls: &mut Calls,
+    gpu: &mut Gpu,
+) {
+    if plan.energy {
+        let failures_before = calls.failures.len();
+        let energy = calls.ok(
+            "nvmlDeviceGetTotalEnergyConsumption",
+            device.total_energy_consumption(),
+        );
+        let clean = calls.failures.len() == failures_before && !calls.lost;
+        kept.energy.set(energy, now, clean);
+    }
+    gpu.energy_mj = kept.energy.value;
+    read_fields(nvml, device, kept, calls, gpu);
+    if plan.violations {
+        let failures_before = calls.failures.len();
+        let mut violations = Vec::with_capacity(POLICIES.len());
+        for (policy, name) in POLICIES {
+            if calls.lost {
+                break;
+            }
+            if let Some(v) = calls.ok(
+                "nvmlDeviceGetViolationStatus",
+                device.violation_status(policy),
+            ) {
+                violations.push((name, v.violation_time));
+            }
+        }
+        let clean = calls.failures.len() == failures_before && !calls.lost;
+        kept.violations.set(violations, now, clean);
+    }
+    gpu.violations_ns = kept.violations.value.clone();
+}
+
+/// One `nvmlDeviceGetFieldValues` call for what is read every scrape, then one for the C2C
+/// links when the GPU has any.
+fn read_fields(
+    nvml: &Nvml,
+    device: &Device<'_>,
+    kept: &mut Kept,
+    calls: &mut Calls,
+    gpu: &mut Gpu,
+) {
+    let v13 = nvml.field_id_scheme() == FieldIdScheme::V13Update1;
+    let clock_ids =
+        CLOCK_EVENTS.map(|((v12_id, v13_id), reason)| (if v13 { v13_id } else { v12_id }, reason));
+    let mut ids: Vec<u32> = vec![FI_MEMORY_TEMP, FI_C2C_LINK_COUNT, FI_C2C_POWER_STATE];
+    ids.extend(clock_ids.iter().map(|(id, _)| *id));
+    ids.extend(C2C_ERRORS.iter().map(|(id, _)| *id));
+    ids.retain(|id| !kept.unsupported_fields.contains(id));
+    if ids.is_empty() {
+        return;
+    }
+    let requests: Vec<(u32, u32)> = ids.iter().map(|id| (*id, 0)).collect();
+    let Some(values) = calls.code(
+        "nvmlDeviceGetFieldValues",
+        raw::field_counters(nvml, device, &requests),
+    ) else {
+        return;
+    };
+    let mut read = Vec::with_capacity(ids.len());
+    for (id, value) in ids.iter().zip(values) {
+        match value {
+            Ok(v) => read.push((*id, v)),
+            Err(code) if unsupported(code) => kept.unsupported_fields.push(*id),
+            Err(15) => calls.lost = true,
+            Err(code) => calls.failures.push((
+                "nvmlDeviceGetFieldValues",
+                format!("field {id}: NVML error {code}"),
+            )),
+        }
+    }
+    let get = |id: u32| read.iter().find(|(i, _)| *i == id).map(|(_, v)| v.value);
+    gpu.memory_temperature_c = get(FI_MEMORY_TEMP).and_then(|v| u32::try_from(v).ok());
+    gpu.clock_events_ns = clock_ids
+        .iter()
+        .filter_map(|(id, reason)| get(*id).map(|v| (*reason, v)))
+        .collect();
+    if let Some(links) = get(FI_C2C_LINK_COUNT).filter(|n| *n > 0) {
+        let links = u32::try_from(links).unwrap_or(0).min(64);
+        let mut c2c = C2c {
+            links,
+            errors: C2C_ERRORS
+                .iter()
+                .filter_map(|(id, name)| get(*id).map(|v| (*name, v)))
+                .collect(),
+            low_power: get(FI_C2C_POWER_STATE).map(|s| s == 1),
+            ..C2c::default()
+        };
+        c2c.link_state = read_c2c_links(nvml, device, links, calls);
+        gpu.c2c = Some(c2c);
+    }
+}
+
+/// Status and maximum bandwidth of each C2C link.
+fn read_c2c_links(
+    nvml: &Nvml,
+    device: &Device<'_>,
+    links: u32,
+    calls: &mut Calls,
+) -> Vec<(u32, Option<bool>, Option<u32>)> {
+    let requests: Vec<(u32, u32)> = (0..links)
+        .flat_map(|l| [(FI_C2C_LINK_STATUS, l), (FI_C2C_LINK_MAX_BW, l)])
+        .collect();
+    let Some(values) = calls.code(
+        "nvmlDeviceGetFieldValues",
+        raw::field_counters(nvml, device, &requests),
+    ) else {
+        return Vec::new();
+    };
+    let value = |r: &Result<FieldCounter, u32>| r.as_ref().ok().map(|v| v.value);
+    values
+        .chunks(2)
+        .zip(0..links)
+        .map(|(pair, link)| {
+            let status = pair.first().and_then(value).map(|s| s == 1);
+            let max_bw = pair
+                .get(1)
+                .and_then(value)
+                .and_then(|v| u32::try_from(v).ok());
+            (link, status, max_bw)
+        })
+        .collect()
+}
+
+/// The NVLink5 counters of every link in `nvlinks`, in one call; a GPU that answers none
+/// of them (every GPU before Blackwell) is not asked again until the statics are read.
+pub(super) fn read_nvlink5(
+    nvml: &Nvml,
+    device: &Device<'_>,
+    nvlinks: &mut [NvLink],
+    kept: &mut Kept,
+    calls: &mut Calls,
+) {
+    if nvlinks.is_empty() || kept.is_unsupported(NVLINK5) {
+        return;
+    }
+    let ids: Vec<u32> = NVLINK5_ERRORS
+        .iter()
+        .chain(NVLINK5_RECOVERIES.iter())
+        .map(|(id, _)| *id)
+        .chain([FI_NVLINK_EFFECTIVE_BER, FI_NVLINK_SYMBOL_BER])
+        .collect();
+    let requests: Vec<(u32, u32)> = nvlinks
+        .iter()
+        .flat_map(|l| ids.iter().map(move |id| (*id, l.link)))
+        .collect();
+    let Some(values) = calls.code(
+        "nvmlDeviceGetFieldValues",
+        raw::field_counters(nvml, device, &requests),
+    ) else {
+        return;
+    };
+    if values
+        .iter()
+        .all(|v| matches!(v, Err(c) if unsupported(*c)))
+    {
+        kept.set_unsupported(NVLINK5);
+        return;
+    }
+    for (link, answers) in nvlinks.iter_mut().zip(values.chunks(ids.len())) {
+        let get = |id: u32| {
+            ids.iter()
+                .position(|i| *i == id)
+                .and_then(|p| answers.get(p))
+                .and_then(|r| r.as_ref().ok())
+                .map(|v| v.value)
+        };
+        for (id, name) in NVLINK5_ERRORS {
+            if let Some(v) = get(id) {
+                link.errors.push((name, v));
+            }
+        }
+        for (id, result) in NVLINK5_RECOVERIES {
+            if let Some(v) = get(id) {
+                link.recoveries.push((result, v));
+            }
+        }
+        link.effective_ber = get(FI_NVLINK_EFFECTIVE_BER).map(raw::decode_ber);
+        link.symbol_ber = get(FI_NVLINK_SYMBOL_BER).map(raw::decode_ber);
+    }
+}
+
+/// Encoder and decoder utilization; a GPU without the engines (or a driver without the
+/// call) is not asked again until the statics are read.
+pub(super) fn read_codecs(
+    device: &Device<'_>,
+    kept: &mut Kept,
+    calls: &mut Calls,
+) -> (Option<u32>, Option<u32>) {
+    let enc = unless_unsupported(kept, calls, "nvmlDeviceGetEncoderUtilization", || {
+        device.encoder_utilization().map(|u| u.utilization)
+    });
+    let dec = unless_unsupported(kept, calls, "nvmlDeviceGetDecoderUtilization", || {
+        device.decoder_utilization().map(|u| u.utilization)
+    });
+    (enc, dec)
+}
+
+/// Calls `f` unless `name` answered `NOT_SUPPORTED` before; remembers when it does.
+pub(super) fn unless_unsupported<T>(
+    kept: &mut Kept,
+    calls: &mut Calls,
+    name: &'static str,
+    f: impl FnOnce() -> Result<T, NvmlError>,
+) -> Option<T> {
+    if kept.is_unsupported(name) {
+        return None;
+    }
+    match f() {
+        Err(NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_)) => {
+            kept.set_unsupported(name);
+            None
+        }
+        other => calls.ok(name, other),
+    }
+}
