@@ -7,11 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nvidia_ml_fake::fixture::{Feature, Fixture};
+use railscope_tests::gpu::{fake_library, fixture};
 use railscope_tests::{Agent, Sample, copy_fixture, parse_samples, tree_args, workspace};
 
 /// Families whose values change from scrape to scrape or with the agent's own history.
@@ -219,12 +220,8 @@ fn a_blocked_nic_read_costs_only_that_nic_from_the_first_scrape_on() {
     assert_eq!(count("answered again"), 0, "the FIFOs never return: {log}");
 }
 
-fn fake_library() -> PathBuf {
-    nvidia_ml_fake::library_path().expect("the fake NVML library")
-}
-
 fn nvml_fixture(name: &str) -> Fixture {
-    Fixture::load(&workspace().join("tests/fake-nvml/fixtures").join(name)).unwrap()
+    Fixture::load(&fixture(name)).unwrap()
 }
 
 fn gpu_agent(fixture: &Path) -> Agent {

@@ -12,82 +12,37 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nvidia_ml_fake::fixture::{FieldOverride, FieldType, Fixture};
+use railscope_tests::gpu::{GpuAgent, fake_library, fixture, live_fixture};
 use railscope_tests::{
     Agent, Sample, binary, find, free_port, get, normalize, parse_samples, promtool_check_metrics,
     value, workspace,
 };
 
-fn fake_library() -> PathBuf {
-    nvidia_ml_fake::library_path().expect("the fake NVML library")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    workspace().join("tests/fake-nvml/fixtures").join(name)
-}
-
-/// The agent with only the gpu collector, on the fake library driven by `fixture_file`.
-struct GpuAgent {
-    child: std::process::Child,
-    addr: std::net::SocketAddr,
-}
-
-impl GpuAgent {
-    fn start(fixture_file: &Path, extra: &[&str]) -> GpuAgent {
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
-        let lib = fake_library();
-        let child = Command::new(binary())
-            .args([
-                "--web.listen-address",
-                &listen,
-                "--collector.disable-defaults",
-                "--collector.gpu",
-            ])
-            .arg("--collector.gpu.nvml-library")
-            .arg(&lib)
-            .args(extra)
-            .env("RAILSCOPE_FAKE_NVML", fixture_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let addr = listen.parse().unwrap();
-        // Ready once the start-up collection is done (it waits for a hung GPU up to its
-        // deadline); scrapes then start collections of their own.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !get(addr, "/-/ready", &[]).is_ok_and(|r| r.status == 200) {
-            assert!(Instant::now() < deadline, "agent did not become ready");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        GpuAgent { child, addr }
-    }
-
-    fn scrape(&self, timeout_header: &str) -> (String, Duration) {
-        let start = Instant::now();
-        let resp = get(
-            self.addr,
-            "/metrics",
-            &[("X-Prometheus-Scrape-Timeout-Seconds", timeout_header)],
-        )
-        .unwrap();
-        assert_eq!(resp.status, 200);
-        (resp.text(), start.elapsed())
-    }
-}
-
-impl Drop for GpuAgent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// XID counts arrive from event threads, so golden files leave them out (tested below).
+/// GPM activity is a window between two samples whose length varies from run to run: the
+/// window is left out, and the values, the same whatever its length up to the rounding of
+/// the division, are rounded to nine decimals.
 fn gpu_golden_text(text: &str) -> String {
     normalize(text)
         .lines()
         .filter(|l| !l.contains("railscope_gpu_xid_errors"))
-        .map(|l| format!("{l}\n"))
+        .map(|l| {
+            if l.starts_with("railscope_gpu_gpm_window_seconds{") {
+                let (series, _) = l.rsplit_once(' ').unwrap();
+                return format!("{series} <window>\n");
+            }
+            let gpm = l.starts_with("railscope_gpu_gpm_")
+                || (l.starts_with("railscope_gpu_") && l.contains("_active_ratio{"))
+                || l.starts_with("railscope_gpu_sm_occupancy_ratio{")
+                || l.starts_with("railscope_gpu_mig_sm_occupancy_ratio{");
+            match l.rsplit_once(' ') {
+                Some((series, v)) if gpm && !l.starts_with('#') => {
+                    let v: f64 = v.parse().unwrap();
+                    format!("{series} {}\n", (v * 1e9).round() / 1e9)
+                }
+                _ => format!("{l}\n"),
+            }
+        })
         .collect()
 }
 
@@ -100,11 +55,17 @@ fn gpu_fixtures_match_their_golden_expositions() {
         "h100-sxm-8gpu-faults",
         "a100-pcie-4gpu-bridged",
         "v100-pcie-no-nvlink",
+        "h200-matrix",
+        "h100-mig",
+        "gb200-tray",
     ] {
         let agent = GpuAgent::start(
             &fixture(&format!("{name}.json")),
             &["--scrape.timeout-max", "2s"],
         );
+        // The start-up collection took the first GPM samples; the scrape's are a window
+        // of a second or more later.
+        std::thread::sleep(Duration::from_millis(1100));
         let (text, _) = agent.scrape("10");
         promtool_check_metrics(&text);
         let got = gpu_golden_text(&text);
@@ -276,18 +237,6 @@ fn a_hung_gpu_costs_only_its_own_series_within_the_deadline() {
     }
 }
 
-fn poll(agent: &GpuAgent, mut done: impl FnMut(&[Sample]) -> bool, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(8);
-    loop {
-        let (text, _) = agent.scrape("5");
-        if done(&parse_samples(&text)) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what} never showed");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 #[test]
 fn faults_injected_mid_run_show_in_the_next_scrapes() {
     let dir = tempfile::tempdir().unwrap();
@@ -308,8 +257,7 @@ fn faults_injected_mid_run_show_in_the_next_scrapes() {
     f.gpus[5].lost = true;
     f.gpus[5].xid_events.push(79);
     f.save(&live).unwrap();
-    poll(
-        &agent,
+    agent.poll(
         |s| {
             value(
                 s,
@@ -390,17 +338,6 @@ fn a_node_without_nvml_reports_no_gpu_and_no_error() {
 }
 
 /// A copy of fixture `name` in `dir` that the test may change while the agent runs.
-fn live_fixture(dir: &Path, name: &str) -> (PathBuf, Fixture) {
-    let live = dir.join("live.json");
-    let f = Fixture::load(&fixture(name)).unwrap();
-    f.save(&live).unwrap();
-    (live, f)
-}
-
-fn scrape_samples(agent: &GpuAgent) -> Vec<Sample> {
-    parse_samples(&agent.scrape("5").0)
-}
-
 #[test]
 fn static_values_are_read_once_and_again_when_a_gpu_comes_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -413,7 +350,7 @@ fn static_values_are_read_once_and_again_when_a_gpu_comes_back() {
             &[("gpu", "0"), ("clock", "sm")],
         )
     };
-    let s = scrape_samples(&agent);
+    let s = agent.samples();
     assert_eq!(max_sm(&s), 1980e6);
     assert_eq!(
         value(
@@ -435,13 +372,12 @@ fn static_values_are_read_once_and_again_when_a_gpu_comes_back() {
     f.gpus[0].pcie.as_mut().unwrap().replay_counter = 7;
     f.gpus[0].temperature_c = Some(77);
     f.save(&live).unwrap();
-    poll(
-        &agent,
+    agent.poll(
         |s| value(s, "railscope_gpu_temperature_celsius", &[("gpu", "0")]) == 77.0,
         "the new temperature",
     );
     for _ in 0..3 {
-        let s = scrape_samples(&agent);
+        let s = agent.samples();
         assert_eq!(max_sm(&s), 1980e6, "max clock read again");
         assert_eq!(
             value(
@@ -462,19 +398,17 @@ fn static_values_are_read_once_and_again_when_a_gpu_comes_back() {
     // Lost, then back (a GPU reset): everything is read again.
     f.gpus[0].lost = true;
     f.save(&live).unwrap();
-    poll(
-        &agent,
+    agent.poll(
         |s| value(s, "railscope_gpu_state", &[("gpu", "0"), ("state", "lost")]) == 1.0,
         "GPU 0 lost",
     );
     f.gpus[0].lost = false;
     f.save(&live).unwrap();
-    poll(
-        &agent,
+    agent.poll(
         |s| value(s, "railscope_gpu_up", &[("gpu", "0")]) == 1.0,
         "GPU 0 back",
     );
-    let s = scrape_samples(&agent);
+    let s = agent.samples();
     assert_eq!(max_sm(&s), 1755e6);
     assert_eq!(
         value(
@@ -554,8 +488,7 @@ fn pcie_byte_counters_are_exported_over_their_wraps() {
     // TX wraps (1000 bytes on), RX moves 4000: the sampler reads the counters every second.
     f.gpus[0].fields = vec![counter_field(197, 704), counter_field(198, 5000)];
     f.save(&live).unwrap();
-    poll(
-        &agent,
+    agent.poll(
         |s| bytes(s, "tx") == 4_294_968_000.0 && bytes(s, "rx") == 5000.0,
         "the counters carried over the wrap",
     );
@@ -611,16 +544,16 @@ fn pcie_throughput_is_sampled_on_its_own_cadence() {
             &[("gpu", "2"), ("direction", "tx")],
         )
     };
-    let s = scrape_samples(&agent);
+    let s = agent.samples();
     let before = tput(&s);
     assert!(before > 0.0);
     f.gpus[2].pcie.as_mut().unwrap().tx_kbps = 1234;
     f.save(&live).unwrap();
-    poll(&agent, |s| tput(s) == 1_234_000.0, "the next sample");
+    agent.poll(|s| tput(s) == 1_234_000.0, "the next sample");
 
     // 0 turns the sampler off: no PCIe traffic at all.
     let off = GpuAgent::start(&live, &["--collector.gpu.pcie-throughput-interval", "0"]);
-    let s = scrape_samples(&off);
+    let s = off.samples();
     assert!(find(&s, "railscope_gpu_pcie_throughput_bytes_per_second", &[]).is_empty());
     assert_eq!(value(&s, "railscope_gpu_up", &[("gpu", "2")]), 1.0);
 }
