@@ -4,8 +4,9 @@
 //! used, so layouts match the consumer's). Every function:
 //! * runs inside [`guard`]: a panic becomes `NVML_ERROR_UNKNOWN`, never an unwind across C;
 //! * answers `NVML_ERROR_UNINITIALIZED` before `nvmlInit*` (except `nvmlErrorString`);
-//! * answers `NVML_ERROR_INVALID_ARGUMENT` for a null output pointer, an unknown handle or
-//!   event set, or an out-of-range enum or link;
+//! * answers `NVML_ERROR_INVALID_ARGUMENT` for a null output pointer, an unknown handle,
+//!   event set or GPM sample, a MIG device handle where the call takes none (see the MIG
+//!   section), or an out-of-range enum or link;
 //! * for a device: sleeps its `hang_ms`, then answers `GPU_IS_LOST` if it is `lost`, then
 //!   pays the call's cost (when costs are on, [`crate::costs`]), then answers
 //!   `NOT_SUPPORTED` (or the fixture's code) for an unsupported feature;
@@ -30,10 +31,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nvml_wrapper_sys::bindings::*;
 
 use crate::fixture::{
-    Feature, FieldType, Fixture, Gpu, NvLink, Pci, RemoteKind, parse_bus_id, parse_cpulist,
-    parse_uuid,
+    C2c, Feature, FieldType, Fixture, Gpm, Gpu, Memory, NvLink, Pci, RemoteKind, encode_ber,
+    parse_bus_id, parse_cpulist, parse_uuid,
 };
-use crate::state::{self, Ret};
+use crate::gpm::{self, Scope};
+use crate::state::{self, Device, Ret};
 
 const SUCCESS: nvmlReturn_t = nvmlReturn_enum_NVML_SUCCESS;
 const INVALID_ARGUMENT: Ret = nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
@@ -468,32 +470,42 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(
     })
 }
 
-/// `nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)`.
+/// `nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)`:
+/// also on a MIG device handle (the MIG device's name).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetName(
     device: nvmlDevice_t,
     name: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY (all string getters): NVML contract (module docs): `length` writable bytes.
     guard(|| {
-        state::with_gpu("nvmlDeviceGetName", device, |g, _| unsafe {
-            put_str(name, length, &g.name)
+        state::with_device("nvmlDeviceGetName", device, |d, _| {
+            let text = match d {
+                Device::Gpu(g) => &g.name,
+                Device::Mig { mig, .. } => &mig.name,
+            };
+            // SAFETY: NVML contract (module docs): `length` writable bytes.
+            unsafe { put_str(name, length, text) }
         })
     })
 }
 
-/// `nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)`.
+/// `nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)`:
+/// also on a MIG device handle (`MIG-…`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetUUID(
     device: nvmlDevice_t,
     uuid: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY: NVML contract (module docs): `length` writable bytes.
     guard(|| {
-        state::with_gpu("nvmlDeviceGetUUID", device, |g, _| unsafe {
-            put_str(uuid, length, &g.uuid)
+        state::with_device("nvmlDeviceGetUUID", device, |d, _| {
+            let text = match d {
+                Device::Gpu(g) => &g.uuid,
+                Device::Mig { mig, .. } => &mig.uuid,
+            };
+            // SAFETY: NVML contract (module docs): `length` writable bytes.
+            unsafe { put_str(uuid, length, text) }
         })
     })
 }
@@ -681,8 +693,16 @@ pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
     })
 }
 
+/// The memory of a GPU or of a MIG device (whose parent's `memory` feature faults apply).
+fn memory_of(d: Device<'_>) -> Result<Memory, Ret> {
+    match d {
+        Device::Gpu(g) => value(g, Feature::Memory, g.memory.as_ref()),
+        Device::Mig { parent, mig, .. } => value(parent, Feature::Memory, mig.memory.as_ref()),
+    }
+}
+
 /// `nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)`:
-/// `memory->version` must be `nvmlMemory_v2` (`0x2000028`).
+/// `memory->version` must be `nvmlMemory_v2` (`0x2000028`). Also on a MIG device handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
     device: nvmlDevice_t,
@@ -690,8 +710,8 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
 ) -> nvmlReturn_t {
     const V2: c_uint = (size_of::<nvmlMemory_v2_t>() as c_uint) | (2 << 24);
     guard(|| {
-        state::with_gpu("nvmlDeviceGetMemoryInfo_v2", device, |g, _| {
-            let m = value(g, Feature::Memory, g.memory.as_ref())?;
+        state::with_device("nvmlDeviceGetMemoryInfo_v2", device, |d, _| {
+            let m = memory_of(d)?;
             if memory.is_null() {
                 return Err(INVALID_ARGUMENT);
             }
@@ -715,15 +735,15 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
 }
 
 /// `nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)`:
-/// v1 counts reserved memory as used.
+/// v1 counts reserved memory as used. Also on a MIG device handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
     device: nvmlDevice_t,
     memory: *mut nvmlMemory_t,
 ) -> nvmlReturn_t {
     guard(|| {
-        state::with_gpu("nvmlDeviceGetMemoryInfo", device, |g, _| {
-            let m = value(g, Feature::Memory, g.memory.as_ref())?;
+        state::with_device("nvmlDeviceGetMemoryInfo", device, |d, _| {
+            let m = memory_of(d)?;
             let used = m.used.saturating_add(m.reserved);
             let out = nvmlMemory_t {
                 total: m.total,
@@ -1769,8 +1789,60 @@ fn field(g: &Gpu, id: u32, scope: u32) -> Result<Value, Ret> {
                 _ => l.version,
             }))
         }
+        // NVML_FI_DEV_C2C_LINK_COUNT
+        170 => Ok(Value::Uint(
+            u32::try_from(c2c(g)?.links.len()).map_err(|_| UNKNOWN)?,
+        )),
+        // NVML_FI_DEV_C2C_LINK_GET_{STATUS,MAX_BW}, scope = link.
+        171 | 172 => {
+            let l = c2c(g)?.links.get(scope as usize).ok_or(INVALID_ARGUMENT)?;
+            Ok(Value::Uint(if id == 171 {
+                u32::from(l.active)
+            } else {
+                l.max_bw_mbps
+            }))
+        }
+        // NVML_FI_DEV_NVLINK_COUNT_* (NVLink5), scope = link; 201–205 and 216–218 are
+        // not modelled.
+        206..=215 | 219..=222 => {
+            let l = scoped(links(g)?)?;
+            let n = l.nvlink5.ok_or(NOT_SUPPORTED)?;
+            Ok(Value::Ull(match id {
+                206 => n.malformed_packet_errors,
+                207 => n.buffer_overrun_errors,
+                208 => n.rcv_errors,
+                209 => n.rcv_remote_errors,
+                210 => n.rcv_general_errors,
+                211 => n.local_link_integrity_errors,
+                212 => n.xmit_discards,
+                213 => n.link_recovery_successful_events,
+                214 => n.link_recovery_failed_events,
+                215 => n.link_recovery_events,
+                219 => n.effective_errors,
+                220 => u64::from(encode_ber(n.effective_ber)),
+                221 => n.symbol_errors,
+                _ => u64::from(encode_ber(n.symbol_ber)),
+            }))
+        }
+        // NVML_FI_DEV_C2C_LINK_ERROR_{INTR,REPLAY,REPLAY_B2B}
+        231..=233 => {
+            let e = &c2c(g)?.errors;
+            Ok(Value::Ull(match id {
+                231 => e.intr,
+                232 => e.replay,
+                _ => e.replay_b2b,
+            }))
+        }
+        // NVML_FI_DEV_C2C_LINK_POWER_STATE
+        234 => Ok(Value::Uint(c2c(g)?.power_state)),
         _ => Err(NOT_SUPPORTED),
     }
+}
+
+/// The GPU's C2C, `NOT_SUPPORTED` for a GPU without.
+fn c2c(g: &Gpu) -> Result<&C2c, Ret> {
+    check(g, Feature::C2c)?;
+    g.c2c.as_ref().ok_or(NOT_SUPPORTED)
 }
 
 fn write_value(out: &mut nvmlFieldValue_t, v: Value) {
@@ -1814,9 +1886,9 @@ fn write_value(out: &mut nvmlFieldValue_t, v: Value) {
 }
 
 /// `nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
-/// nvmlFieldValue_t *values)`: each entry's `scopeId` is honoured (link number, or
-/// `UINT_MAX` for the sum over links on 138–141); an unknown id gets `NOT_SUPPORTED` in
-/// its own `nvmlReturn` while the call succeeds.
+/// nvmlFieldValue_t *values)`: each entry's `scopeId` is honoured (NVLink or C2C link
+/// number, or `UINT_MAX` for the sum over links on 138–141); an unknown id gets
+/// `NOT_SUPPORTED` in its own `nvmlReturn` while the call succeeds.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
     device: nvmlDevice_t,
@@ -1982,6 +2054,535 @@ pub unsafe extern "C" fn nvmlEventSetWait_v2(
             // than its check holds: polling faster finds nothing new.
             std::thread::sleep((deadline - now).min(state::poll_interval()));
         }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoder and decoder, violation status
+
+/// The sampling period NVML reports with encoder and decoder utilization, µs.
+const CODEC_SAMPLING_PERIOD_US: c_uint = 167_000;
+
+/// Encoder or decoder utilization (the export `call`), percent, with its sampling period.
+///
+/// # Safety
+/// `utilization` and `period` are null or valid for one write each.
+unsafe fn codec_utilization(
+    call: &'static str,
+    device: nvmlDevice_t,
+    feature: Feature,
+    pick: fn(&Gpu) -> Option<u32>,
+    utilization: *mut c_uint,
+    period: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu(call, device, |g, _| {
+            let u = value(g, feature, pick(g).as_ref())?;
+            if utilization.is_null() || period.is_null() {
+                return Err(INVALID_ARGUMENT);
+            }
+            // SAFETY: per this function's contract.
+            unsafe {
+                put(utilization, u)?;
+                put(period, CODEC_SAMPLING_PERIOD_US)
+            }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int
+/// *utilization, unsigned int *samplingPeriodUs)`: percent, period 167 000 µs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetEncoderUtilization(
+    device: nvmlDevice_t,
+    utilization: *mut c_uint,
+    period: *mut c_uint,
+) -> nvmlReturn_t {
+    // SAFETY: NVML contract (module docs).
+    unsafe {
+        codec_utilization(
+            "nvmlDeviceGetEncoderUtilization",
+            device,
+            Feature::EncoderUtilization,
+            |g| g.encoder_utilization,
+            utilization,
+            period,
+        )
+    }
+}
+
+/// `nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int
+/// *utilization, unsigned int *samplingPeriodUs)`: percent, period 167 000 µs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetDecoderUtilization(
+    device: nvmlDevice_t,
+    utilization: *mut c_uint,
+    period: *mut c_uint,
+) -> nvmlReturn_t {
+    // SAFETY: NVML contract (module docs).
+    unsafe {
+        codec_utilization(
+            "nvmlDeviceGetDecoderUtilization",
+            device,
+            Feature::DecoderUtilization,
+            |g| g.decoder_utilization,
+            utilization,
+            period,
+        )
+    }
+}
+
+/// `nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t
+/// perfPolicyType, nvmlViolationTime_t *violTime)`: the fixture's nanoseconds for the
+/// policy, `referenceTime` now (µs since the epoch). A policy NVML does not define
+/// (other than 0–5, 10, 11) is `INVALID_ARGUMENT`; one the fixture does not list
+/// `NOT_SUPPORTED`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetViolationStatus(
+    device: nvmlDevice_t,
+    policy: nvmlPerfPolicyType_t,
+    time: *mut nvmlViolationTime_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetViolationStatus", device, |g, _| {
+            let known = crate::fixture::Violations::default()
+                .by_policy(policy)
+                .is_ok();
+            if !known {
+                return Err(INVALID_ARGUMENT);
+            }
+            let v = value(g, Feature::Violations, g.violations.as_ref())?;
+            let ns = v
+                .by_policy(policy)
+                .map_err(|()| INVALID_ARGUMENT)?
+                .ok_or(NOT_SUPPORTED)?;
+            let out = nvmlViolationTime_t {
+                referenceTime: u64::try_from(now_us()).unwrap_or(0),
+                violationTime: ns,
+            };
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(time, out) }
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// GPM (GPU Performance Monitoring)
+
+/// A GPU's GPM as the fixture has it now: `None` when absent or listed in `not_supported`;
+/// the fixture's code when listed in `errors`.
+fn gpm_of(g: &Gpu) -> Result<Option<&Gpm>, Ret> {
+    if let Some(code) = g.errors.get(&Feature::Gpm) {
+        return Err(*code);
+    }
+    if g.not_supported.contains(&Feature::Gpm) {
+        return Ok(None);
+    }
+    Ok(g.gpm.as_ref())
+}
+
+/// `nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t
+/// *gpmSupport)`: `isSupportedDevice` 1 when the fixture has `gpm`; `version` must be
+/// `NVML_GPM_SUPPORT_VERSION` (1).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpmQueryDeviceSupport(
+    device: nvmlDevice_t,
+    support: *mut nvmlGpmSupport_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlGpmQueryDeviceSupport", device, |g, _| {
+            let supported = gpm_of(g)?.is_some();
+            if support.is_null() {
+                return Err(INVALID_ARGUMENT);
+            }
+            // SAFETY: non-null; NVML contract: one nvmlGpmSupport_t, whose first field is
+            // the version the caller set.
+            let version = unsafe { std::ptr::addr_of!((*support).version).read() };
+            if version != NVML_GPM_SUPPORT_VERSION {
+                return Err(VERSION_MISMATCH);
+            }
+            let out = nvmlGpmSupport_t {
+                version,
+                isSupportedDevice: c_uint::from(supported),
+            };
+            // SAFETY: as above.
+            unsafe { put(support, out) }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlGpmQueryIfStreamingEnabled(nvmlDevice_t device, unsigned int
+/// *state)`: streaming is not modelled, `NOT_SUPPORTED`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlGpmQueryIfStreamingEnabled(
+    device: nvmlDevice_t,
+    _state: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlGpmQueryIfStreamingEnabled", device, |g, _| {
+            gpm_of(g)?;
+            Err(NOT_SUPPORTED)
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlGpmSetStreamingEnabled(nvmlDevice_t device, unsigned int state)`:
+/// streaming is not modelled, `NOT_SUPPORTED`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlGpmSetStreamingEnabled(device: nvmlDevice_t, _state: c_uint) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlGpmSetStreamingEnabled", device, |g, _| {
+            gpm_of(g)?;
+            Err(NOT_SUPPORTED)
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample)`: a new, empty sample
+/// owned by the library (see [`crate::gpm`]).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpmSampleAlloc(sample: *mut nvmlGpmSample_t) -> nvmlReturn_t {
+    guard(|| {
+        if sample.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        state::snapshot()?;
+        state::pay("nvmlGpmSampleAlloc");
+        let address = gpm::alloc();
+        // SAFETY: non-null; NVML contract: one writable nvmlGpmSample_t. The pointer is
+        // only ever used as a key by this library, never dereferenced.
+        unsafe { put(sample, address as nvmlGpmSample_t) }
+    })
+}
+
+/// `nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample)`: works even after
+/// shutdown, so a consumer's `Drop` never fails; a sample freed twice or never allocated
+/// is `INVALID_ARGUMENT`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlGpmSampleFree(sample: nvmlGpmSample_t) -> nvmlReturn_t {
+    guard(|| {
+        gpm::free(sample as usize)?;
+        state::pay("nvmlGpmSampleFree");
+        Ok(())
+    })
+}
+
+/// `nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)`: fills
+/// the sample from the GPU's `gpm` (`NOT_SUPPORTED` without); see [`crate::gpm`].
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlGpmSampleGet(device: nvmlDevice_t, sample: nvmlGpmSample_t) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu_at("nvmlGpmSampleGet", device, |index, g, _| {
+            let gpm = gpm_of(g)?.ok_or(NOT_SUPPORTED)?;
+            gpm::fill(sample as usize, index, Scope::Device, &gpm.metrics)
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+/// nvmlGpmSample_t gpmSample)`: on the parent GPU's handle, fills the sample from GPU
+/// instance `gpuInstanceId`'s `gpm` (carried by one of its MIG devices). `NOT_SUPPORTED`
+/// when the GPU has no `gpm`, MIG is off or absent, or the instance has no `gpm`;
+/// `INVALID_ARGUMENT` for an instance no MIG device is in.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlGpmMigSampleGet(
+    device: nvmlDevice_t,
+    gpu_instance_id: c_uint,
+    sample: nvmlGpmSample_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu_at("nvmlGpmMigSampleGet", device, |index, g, _| {
+            gpm_of(g)?.ok_or(NOT_SUPPORTED)?;
+            let mig = value(g, Feature::Mig, g.mig.as_ref())?;
+            if mig.current_mode == 0 {
+                return Err(NOT_SUPPORTED);
+            }
+            let gpm = mig
+                .instance_gpm(gpu_instance_id)
+                .ok_or(INVALID_ARGUMENT)?
+                .ok_or(NOT_SUPPORTED)?;
+            let scope = Scope::Instance(gpu_instance_id);
+            gpm::fill(sample as usize, index, scope, &gpm.metrics)
+        })
+    })
+}
+
+/// `nvmlGpmMetric_t.metricInfo` with no strings.
+const NO_METRIC_INFO: nvmlGpmMetric_t__bindgen_ty_1 = nvmlGpmMetric_t__bindgen_ty_1 {
+    shortName: std::ptr::null_mut(),
+    longName: std::ptr::null_mut(),
+    unit: std::ptr::null_mut(),
+};
+
+/// The names and unit of a metric: static NUL-terminated strings, or null where the fake
+/// has none.
+fn metric_info(id: c_uint) -> nvmlGpmMetric_t__bindgen_ty_1 {
+    let names: Option<(&CStr, &CStr)> = match id {
+        1 => Some((c"GRAPHICS_UTIL", c"Graphics engine utilization")),
+        2 => Some((c"SM_UTIL", c"SM utilization")),
+        3 => Some((c"SM_OCCUPANCY", c"SM occupancy")),
+        4 => Some((c"INTEGER_UTIL", c"Integer pipe utilization")),
+        5 => Some((c"ANY_TENSOR_UTIL", c"Any tensor pipe utilization")),
+        6 => Some((c"DFMA_TENSOR_UTIL", c"DFMA tensor pipe utilization")),
+        7 => Some((c"HMMA_TENSOR_UTIL", c"HMMA tensor pipe utilization")),
+        8 => Some((c"DMMA_TENSOR_UTIL", c"DMMA tensor pipe utilization")),
+        9 => Some((c"IMMA_TENSOR_UTIL", c"IMMA tensor pipe utilization")),
+        10 => Some((c"DRAM_BW_UTIL", c"DRAM bandwidth utilization")),
+        11 => Some((c"FP64_UTIL", c"FP64 pipe utilization")),
+        12 => Some((c"FP32_UTIL", c"FP32 pipe utilization")),
+        13 => Some((c"FP16_UTIL", c"FP16 pipe utilization")),
+        20 => Some((c"PCIE_TX_PER_SEC", c"PCIe bytes sent per second")),
+        21 => Some((c"PCIE_RX_PER_SEC", c"PCIe bytes received per second")),
+        60 => Some((
+            c"NVLINK_TOTAL_RX_PER_SEC",
+            c"NVLink bytes received per second",
+        )),
+        61 => Some((c"NVLINK_TOTAL_TX_PER_SEC", c"NVLink bytes sent per second")),
+        100 => Some((c"C2C_TOTAL_TX_PER_SEC", c"C2C bytes sent per second")),
+        101 => Some((c"C2C_TOTAL_RX_PER_SEC", c"C2C bytes received per second")),
+        _ => None,
+    };
+    let unit: Option<&CStr> = match id {
+        1..=13 | 30..=51 | 166..=169 => Some(c"%"),
+        20 | 21 | 60..=159 => Some(c"MiB/s"),
+        _ => None,
+    };
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null_mut(), |s| s.as_ptr().cast_mut());
+    nvmlGpmMetric_t__bindgen_ty_1 {
+        shortName: ptr(names.map(|n| n.0)),
+        longName: ptr(names.map(|n| n.1)),
+        unit: ptr(unit),
+    }
+}
+
+/// `nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)`: `version` must be
+/// `NVML_GPM_METRICS_GET_VERSION` (1); `numMetrics` at most the array's 210 entries;
+/// `sample1` and `sample2` filled samples of the same GPU (or GPU instance), `sample2`
+/// the later (else `INVALID_ARGUMENT`). Each requested metric gets the window's rate
+/// (see [`crate::gpm`]) and static names, or `NOT_SUPPORTED` in its `nvmlReturn` (null
+/// names, value 0) when either sample lacks the id. No device is asked, so a GPU lost or
+/// hung since its samples were taken does not matter here.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpmMetricsGet(request: *mut nvmlGpmMetricsGet_t) -> nvmlReturn_t {
+    guard(|| {
+        if request.is_null() {
+            return Err(INVALID_ARGUMENT);
+        }
+        state::snapshot()?;
+        state::pay("nvmlGpmMetricsGet");
+        // SAFETY: non-null; NVML contract: one nvmlGpmMetricsGet_t, whose first field is
+        // the version the caller set.
+        let version = unsafe { request.cast::<c_uint>().read() };
+        if version != NVML_GPM_METRICS_GET_VERSION {
+            return Err(VERSION_MISMATCH);
+        }
+        // SAFETY: a version-1 request is one whole nvmlGpmMetricsGet_t, valid for reads
+        // and writes and not touched by anyone else during the call; every bit pattern
+        // of its fields (integers, doubles, raw pointers) is a valid value.
+        let request = unsafe { &mut *request };
+        let n = request.numMetrics as usize;
+        if n > request.metrics.len() {
+            return Err(INVALID_ARGUMENT);
+        }
+        let rates = gpm::window(request.sample1 as usize, request.sample2 as usize)?;
+        for m in &mut request.metrics[..n] {
+            match rates.get(&m.metricId) {
+                Some(v) => {
+                    m.nvmlReturn = SUCCESS;
+                    m.value = *v;
+                    m.metricInfo = metric_info(m.metricId);
+                }
+                None => {
+                    m.nvmlReturn = NOT_SUPPORTED;
+                    m.value = 0.0;
+                    m.metricInfo = NO_METRIC_INFO;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// MIG (Multi-Instance GPU)
+//
+// MIG device handles are addresses in a second private array (`state::mig_handle`), one
+// slot per MIG device UUID, so they are distinct from GPU handles, stable while the device
+// is in the fixture and stale (`INVALID_ARGUMENT`) once it has left. `nvmlDeviceGetName`,
+// `…GetUUID`, `…GetMemoryInfo{,_v2}` and the MIG calls below accept them; every other
+// export answers `INVALID_ARGUMENT` for one.
+
+/// `nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+/// unsigned int *pendingMode)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMigMode(
+    device: nvmlDevice_t,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetMigMode", device, |g, _| {
+            let m = value(g, Feature::Mig, g.mig.as_ref())?;
+            if current.is_null() || pending.is_null() {
+                return Err(INVALID_ARGUMENT);
+            }
+            // SAFETY: NVML contract (module docs).
+            unsafe {
+                put(current, m.current_mode)?;
+                put(pending, m.pending_mode)
+            }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxMigDeviceCount(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetMaxMigDeviceCount", device, |g, _| {
+            let m = value(g, Feature::Mig, g.mig.as_ref())?;
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(count, m.max_devices) }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int
+/// index, nvmlDevice_t *migDevice)`: `INVALID_ARGUMENT` for an index at or above
+/// `max_devices`, `NOT_FOUND` for one below it without a device.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMigDeviceHandleByIndex(
+    device: nvmlDevice_t,
+    index: c_uint,
+    mig_device: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu_at(
+            "nvmlDeviceGetMigDeviceHandleByIndex",
+            device,
+            |gpu, g, _| {
+                let m = value(g, Feature::Mig, g.mig.as_ref())?;
+                if index >= m.max_devices {
+                    return Err(INVALID_ARGUMENT);
+                }
+                let d = m.devices.get(index as usize).ok_or(NOT_FOUND)?;
+                if mig_device.is_null() {
+                    return Err(INVALID_ARGUMENT);
+                }
+                let handle = state::mig_handle(gpu, &d.uuid, &m.devices)?;
+                // SAFETY: NVML contract (module docs).
+                unsafe { put(mig_device, handle) }
+            },
+        )
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int
+/// *isMigDevice)`: 1 for a MIG device handle, 0 for a GPU's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceIsMigDeviceHandle(
+    device: nvmlDevice_t,
+    is_mig: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_device("nvmlDeviceIsMigDeviceHandle", device, |d, _| {
+            let mig = matches!(d, Device::Mig { .. });
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(is_mig, c_uint::from(mig)) }
+        })
+    })
+}
+
+/// A call that only a MIG device handle answers: a GPU handle is `INVALID_ARGUMENT`
+/// (as on a real H200 without MIG).
+fn on_mig<T>(
+    d: Device<'_>,
+    f: impl FnOnce(usize, &crate::fixture::MigDevice) -> T,
+) -> Result<T, Ret> {
+    match d {
+        Device::Gpu(_) => Err(INVALID_ARGUMENT),
+        Device::Mig {
+            parent,
+            parent_index,
+            mig,
+        } => {
+            check(parent, Feature::Mig)?;
+            Ok(f(parent_index, mig))
+        }
+    }
+}
+
+/// `nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
+/// nvmlDevice_t *device)`: the parent GPU's handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetDeviceHandleFromMigDeviceHandle(
+    mig_device: nvmlDevice_t,
+    device: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        let call = "nvmlDeviceGetDeviceHandleFromMigDeviceHandle";
+        state::with_device(call, mig_device, |d, _| {
+            let parent = on_mig(d, |index, _| state::handle(index))?;
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(device, parent) }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)`: on a
+/// MIG device handle only.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceId(
+    device: nvmlDevice_t,
+    id: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_device("nvmlDeviceGetGpuInstanceId", device, |d, _| {
+            let v = on_mig(d, |_, m| m.gpu_instance_id)?;
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(id, v) }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)`:
+/// on a MIG device handle only.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeInstanceId(
+    device: nvmlDevice_t,
+    id: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_device("nvmlDeviceGetComputeInstanceId", device, |d, _| {
+            let v = on_mig(d, |_, m| m.compute_instance_id)?;
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(id, v) }
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// C2C
+
+/// `nvmlReturn_t nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeInfo_v1_t
+/// *c2cModeInfo)`: `isC2cEnabled` 1 when the fixture has `c2c`, else 0.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetC2cModeInfoV(
+    device: nvmlDevice_t,
+    info: *mut nvmlC2cModeInfo_v1_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetC2cModeInfoV", device, |g, _| {
+            check(g, Feature::C2c)?;
+            let out = nvmlC2cModeInfo_v1_t {
+                isC2cEnabled: c_uint::from(g.c2c.is_some()),
+            };
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(info, out) }
+        })
     })
 }
 

@@ -238,6 +238,29 @@ pub struct Gpu {
     /// fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldOverride>,
+    /// `nvmlDeviceGetEncoderUtilization`, percent (sampling period 167 000 µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder_utilization: Option<u32>,
+    /// `nvmlDeviceGetDecoderUtilization`, percent (sampling period 167 000 µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoder_utilization: Option<u32>,
+    /// GPU Performance Monitoring (Hopper and later): what `nvmlGpmMetricsGet` reports
+    /// for a window of two `nvmlGpmSampleGet` samples. Absent: `nvmlGpmQueryDeviceSupport`
+    /// says not supported and the sample calls answer `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpm: Option<Gpm>,
+    /// `nvmlDeviceGetViolationStatus`, per policy. Absent (or a policy not listed):
+    /// `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Violations>,
+    /// Multi-Instance GPU mode and devices. Absent: `nvmlDeviceGetMigMode` and
+    /// `nvmlDeviceGetMaxMigDeviceCount` answer `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<Mig>,
+    /// NVLink-C2C to the Grace CPU (fields 170–172, 231–234, `nvmlDeviceGetC2cModeInfoV`).
+    /// Absent: the fields answer `NOT_SUPPORTED`, the mode `isC2cEnabled` 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c: Option<C2c>,
     /// XID codes this GPU reports, each delivered once to every event set registered for
     /// `nvmlEventTypeXidCriticalError` on this GPU (in list order; an event is known by
     /// its position, so a fixture that appends delivers only the new ones).
@@ -313,6 +336,20 @@ pub enum Feature {
     FieldValues,
     /// `nvmlDeviceGetSupportedEventTypes`, `nvmlDeviceRegisterEvents`.
     Events,
+    /// `nvmlDeviceGetEncoderUtilization`.
+    EncoderUtilization,
+    /// `nvmlDeviceGetDecoderUtilization`.
+    DecoderUtilization,
+    /// `nvmlGpmQueryDeviceSupport`, `nvmlGpmSampleGet`, `nvmlGpmMigSampleGet`,
+    /// `nvmlGpmQueryIfStreamingEnabled`, `nvmlGpmSetStreamingEnabled`: `not_supported`
+    /// acts as if `gpm` were absent, an `errors` code is every one of these calls' answer.
+    Gpm,
+    /// `nvmlDeviceGetViolationStatus`.
+    Violations,
+    /// Every MIG call: mode, device count, MIG handles and what is asked of them.
+    Mig,
+    /// C2C fields 170–172 and 231–234, `nvmlDeviceGetC2cModeInfoV`.
+    C2c,
 }
 
 impl fmt::Display for Feature {
@@ -492,6 +529,269 @@ pub struct Fabric {
     pub health_summary: u8,
 }
 
+/// GPU Performance Monitoring of a GPU or of one MIG GPU instance.
+///
+/// The fake integrates the listed values over time between `nvmlGpmSampleGet` calls, so
+/// `nvmlGpmMetricsGet` over two samples reports, for each id both samples carry, the
+/// time-weighted mean of what the fixture said during the window: a fixture replaced
+/// between two samples shows whole in the first window that ends after the change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpm {
+    /// `NVML_GPM_METRIC_*` id (1–255; a decimal string in JSON) → the value
+    /// `nvmlGpmMetricsGet` reports: percent for `*_UTIL` and `SM_OCCUPANCY`, MiB/s for
+    /// `*_PER_SEC`. An id not listed answers `NOT_SUPPORTED` in its `nvmlReturn`.
+    #[serde(default)]
+    pub metrics: BTreeMap<u32, f64>,
+}
+
+impl Gpm {
+    /// The largest metric id a fixture may list.
+    pub const MAX_METRIC_ID: u32 = 255;
+
+    fn validate(&self) -> Result<(), String> {
+        for (id, v) in &self.metrics {
+            if !(1..=Self::MAX_METRIC_ID).contains(id) {
+                return Err(format!(
+                    "metrics: id {id} is not between 1 and {}",
+                    Self::MAX_METRIC_ID
+                ));
+            }
+            if !v.is_finite() {
+                return Err(format!("metrics.{id}: {v} is not a finite number"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `nvmlDeviceGetViolationStatus` per `nvmlPerfPolicyType_t`: nanoseconds the GPU was held
+/// back by that policy since the driver loaded (`referenceTime` is the time of the call).
+/// A policy not listed answers `NOT_SUPPORTED`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Violations {
+    /// `NVML_PERF_POLICY_POWER` (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<u64>,
+    /// `NVML_PERF_POLICY_THERMAL` (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal: Option<u64>,
+    /// `NVML_PERF_POLICY_SYNC_BOOST` (2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_boost: Option<u64>,
+    /// `NVML_PERF_POLICY_BOARD_LIMIT` (3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board_limit: Option<u64>,
+    /// `NVML_PERF_POLICY_LOW_UTILIZATION` (4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_utilization: Option<u64>,
+    /// `NVML_PERF_POLICY_RELIABILITY` (5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<u64>,
+    /// `NVML_PERF_POLICY_TOTAL_APP_CLOCKS` (10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_app_clocks: Option<u64>,
+    /// `NVML_PERF_POLICY_TOTAL_BASE_CLOCKS` (11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_base_clocks: Option<u64>,
+}
+
+impl Violations {
+    /// The value for an `nvmlPerfPolicyType_t`: `Err` for a policy NVML does not define,
+    /// `Ok(None)` for one the fixture does not list.
+    pub(crate) fn by_policy(&self, policy: u32) -> Result<Option<u64>, ()> {
+        Ok(match policy {
+            0 => self.power,
+            1 => self.thermal,
+            2 => self.sync_boost,
+            3 => self.board_limit,
+            4 => self.low_utilization,
+            5 => self.reliability,
+            10 => self.total_app_clocks,
+            11 => self.total_base_clocks,
+            _ => return Err(()),
+        })
+    }
+}
+
+/// Multi-Instance GPU: the mode and the MIG devices (one per compute instance).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mig {
+    /// `nvmlDeviceGetMigMode` `currentMode`: 0 disabled, 1 enabled.
+    pub current_mode: u32,
+    /// `nvmlDeviceGetMigMode` `pendingMode` (after the next GPU reset): 0 or 1.
+    pub pending_mode: u32,
+    /// `nvmlDeviceGetMaxMigDeviceCount` (7 on A100/H100/H200 with MIG on; 0 with it off).
+    /// At most [`Mig::MAX_DEVICES`].
+    pub max_devices: u32,
+    /// MIG devices by `nvmlDeviceGetMigDeviceHandleByIndex` index (position in the list;
+    /// at most `max_devices`). An index below `max_devices` without an entry answers
+    /// `NOT_FOUND`, one at or above it `INVALID_ARGUMENT`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<MigDevice>,
+}
+
+impl Mig {
+    /// The largest `max_devices`.
+    pub const MAX_DEVICES: u32 = 16;
+
+    fn validate(&self) -> Result<(), String> {
+        for (what, v) in [
+            ("current_mode", self.current_mode),
+            ("pending_mode", self.pending_mode),
+        ] {
+            if v > 1 {
+                return Err(format!("{what}: {v} is neither 0 nor 1"));
+            }
+        }
+        if self.max_devices > Self::MAX_DEVICES {
+            return Err(format!(
+                "max_devices: {} is more than {}",
+                self.max_devices,
+                Self::MAX_DEVICES
+            ));
+        }
+        if self.devices.len() > self.max_devices as usize {
+            return Err(format!(
+                "devices: {} devices but max_devices is {}",
+                self.devices.len(),
+                self.max_devices
+            ));
+        }
+        if self.current_mode == 0 && !self.devices.is_empty() {
+            return Err("devices: listed while current_mode is 0".into());
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            let at = |e: String| format!("devices[{i}].{e}");
+            let rest = d
+                .uuid
+                .strip_prefix("MIG-")
+                .ok_or_else(|| at(format!("uuid: {:?} does not start with MIG-", d.uuid)))?;
+            if rest.len() != 36 {
+                return Err(at(format!(
+                    "uuid: {:?} is not MIG- and 36 characters",
+                    d.uuid
+                )));
+            }
+            parse_uuid(rest).map_err(|e| at(format!("uuid: {e}")))?;
+            if let Some(gpm) = &d.gpm {
+                gpm.validate().map_err(|e| at(format!("gpm.{e}")))?;
+            }
+            let earlier = &self.devices[..i];
+            if earlier.iter().any(|o| o.uuid == d.uuid) {
+                return Err(at(format!("uuid: {} is not unique", d.uuid)));
+            }
+            if earlier.iter().any(|o| {
+                o.gpu_instance_id == d.gpu_instance_id
+                    && o.compute_instance_id == d.compute_instance_id
+            }) {
+                return Err(at(format!(
+                    "compute_instance_id: GPU instance {} already has compute instance {}",
+                    d.gpu_instance_id, d.compute_instance_id
+                )));
+            }
+            if d.gpm.is_some()
+                && earlier
+                    .iter()
+                    .any(|o| o.gpu_instance_id == d.gpu_instance_id && o.gpm.is_some())
+            {
+                return Err(at(format!(
+                    "gpm: GPU instance {} already has gpm (GPM samples a GPU instance)",
+                    d.gpu_instance_id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The GPM of GPU instance `gpu_instance_id`: `None` when no MIG device is in that
+    /// instance, `Some(None)` when none of its devices carries `gpm`.
+    pub fn instance_gpm(&self, gpu_instance_id: u32) -> Option<Option<&Gpm>> {
+        let mut devices = self
+            .devices
+            .iter()
+            .filter(|d| d.gpu_instance_id == gpu_instance_id)
+            .peekable();
+        devices.peek()?;
+        Some(devices.find_map(|d| d.gpm.as_ref()))
+    }
+}
+
+/// One MIG device (a compute instance of a GPU instance).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigDevice {
+    /// `nvmlDeviceGetGpuInstanceId` on the MIG handle.
+    pub gpu_instance_id: u32,
+    /// `nvmlDeviceGetComputeInstanceId` on the MIG handle.
+    pub compute_instance_id: u32,
+    /// `nvmlDeviceGetUUID` on the MIG handle: `MIG-` and 36 characters, unique.
+    pub uuid: String,
+    /// `nvmlDeviceGetName` on the MIG handle (`NVIDIA H100 80GB HBM3 MIG 1g.10gb`).
+    pub name: String,
+    /// `nvmlDeviceGetMemoryInfo{,_v2}` on the MIG handle; absent: `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+    /// What `nvmlGpmMigSampleGet(parent, gpu_instance_id)` windows report (one device per
+    /// GPU instance may carry it). Absent: those samples answer `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpm: Option<Gpm>,
+}
+
+/// NVLink-C2C between a Blackwell GPU and its Grace CPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct C2c {
+    /// The C2C links, link 0 first: field 170 (`C2C_LINK_COUNT`) is their number.
+    #[serde(default)]
+    pub links: Vec<C2cLink>,
+    /// Error counters, fields 231–233.
+    #[serde(default)]
+    pub errors: C2cErrors,
+    /// Field 234 (`C2C_LINK_POWER_STATE`): 0 full power, 1 low power.
+    #[serde(default)]
+    pub power_state: u32,
+}
+
+impl C2c {
+    fn validate(&self) -> Result<(), String> {
+        if self.power_state > 1 {
+            return Err(format!(
+                "power_state: {} is neither 0 nor 1",
+                self.power_state
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One C2C link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct C2cLink {
+    /// Field 171 (`C2C_LINK_GET_STATUS`, scope = link): 1 up, 0 down.
+    pub active: bool,
+    /// Field 172 (`C2C_LINK_GET_MAX_BW`, scope = link), MB/s.
+    pub max_bw_mbps: u32,
+}
+
+/// C2C error counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct C2cErrors {
+    /// Field 231 `C2C_LINK_ERROR_INTR`.
+    #[serde(default)]
+    pub intr: u64,
+    /// Field 232 `C2C_LINK_ERROR_REPLAY`.
+    #[serde(default)]
+    pub replay: u64,
+    /// Field 233 `C2C_LINK_ERROR_REPLAY_B2B`.
+    #[serde(default)]
+    pub replay_b2b: u64,
+}
+
 /// One NVLink of a GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -533,6 +833,122 @@ pub struct NvLink {
     /// Payload and protocol received, KiB (field 141); defaults to `rx_kib`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_rx_kib: Option<u64>,
+    /// NVLink5 (Blackwell) counters, fields 201–222 with `scopeId` = this link. Absent:
+    /// those fields answer `NOT_SUPPORTED` (as on Hopper).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink5: Option<NvLink5>,
+}
+
+/// NVLink5 counters of one link (`NVML_FI_DEV_NVLINK_COUNT_*`). Fields 201–205
+/// (packet and byte counts, VL15 drops) and 216–218 (raw BER, deprecated) are not modelled
+/// and answer `NOT_SUPPORTED`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvLink5 {
+    /// Field 206 `MALFORMED_PACKET_ERRORS`.
+    #[serde(default)]
+    pub malformed_packet_errors: u64,
+    /// Field 207 `BUFFER_OVERRUN_ERRORS`.
+    #[serde(default)]
+    pub buffer_overrun_errors: u64,
+    /// Field 208 `RCV_ERRORS`.
+    #[serde(default)]
+    pub rcv_errors: u64,
+    /// Field 209 `RCV_REMOTE_ERRORS`.
+    #[serde(default)]
+    pub rcv_remote_errors: u64,
+    /// Field 210 `RCV_GENERAL_ERRORS`.
+    #[serde(default)]
+    pub rcv_general_errors: u64,
+    /// Field 211 `LOCAL_LINK_INTEGRITY_ERRORS`.
+    #[serde(default)]
+    pub local_link_integrity_errors: u64,
+    /// Field 212 `XMIT_DISCARDS`.
+    #[serde(default)]
+    pub xmit_discards: u64,
+    /// Field 213 `LINK_RECOVERY_SUCCESSFUL_EVENTS`.
+    #[serde(default)]
+    pub link_recovery_successful_events: u64,
+    /// Field 214 `LINK_RECOVERY_FAILED_EVENTS`.
+    #[serde(default)]
+    pub link_recovery_failed_events: u64,
+    /// Field 215 `LINK_RECOVERY_EVENTS`.
+    #[serde(default)]
+    pub link_recovery_events: u64,
+    /// Field 219 `EFFECTIVE_ERRORS`.
+    #[serde(default)]
+    pub effective_errors: u64,
+    /// Field 220 `EFFECTIVE_BER`, as a ratio (`1e-15`); written NVML's way, see
+    /// [`encode_ber`]. At most [`NvLink5::MAX_BER`].
+    #[serde(default)]
+    pub effective_ber: f64,
+    /// Field 221 `SYMBOL_ERRORS`.
+    #[serde(default)]
+    pub symbol_errors: u64,
+    /// Field 222 `SYMBOL_BER`, encoded like `effective_ber`.
+    #[serde(default)]
+    pub symbol_ber: f64,
+}
+
+impl NvLink5 {
+    /// The largest BER the encoding holds: mantissa 15, exponent 0.
+    pub const MAX_BER: f64 = 15.0;
+
+    fn validate(&self) -> Result<(), String> {
+        for (what, v) in [
+            ("effective_ber", self.effective_ber),
+            ("symbol_ber", self.symbol_ber),
+        ] {
+            if !(0.0..=Self::MAX_BER).contains(&v) {
+                return Err(format!(
+                    "{what}: {v} is not between 0 and {}",
+                    Self::MAX_BER
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// NVML's encoding of a bit error rate in an NVLink5 BER field:
+/// `(mantissa << NVML_NVLINK_BER_MANTISSA_SHIFT) | (exponent << NVML_NVLINK_BER_EXP_SHIFT)`
+/// with `BER = mantissa × 10^-exponent`, mantissa 0–15 (shift 8), exponent 0–255 (shift 0).
+/// Returns the representable value closest to `ber` (the smaller exponent on a tie, so
+/// `1e-15` is mantissa 1, exponent 15); negative, NaN and zero give 0, anything above 15
+/// gives 15 × 10^0.
+pub fn encode_ber(ber: f64) -> u32 {
+    if ber.is_nan() || ber <= 0.0 {
+        return 0;
+    }
+    let mut best = (0u32, 0u32, ber);
+    for exponent in 0..=255u32 {
+        let scale = pow10(exponent);
+        let mantissa = (ber * scale).round().clamp(0.0, 15.0);
+        let error = (mantissa / scale - ber).abs();
+        // Relative slack so that 10 × 10^-16 does not beat 1 × 10^-15 on rounding noise.
+        if error < best.2 * (1.0 - 1e-9) {
+            best = (mantissa as u32, exponent, error);
+        }
+    }
+    (best.0 << 8) | best.1
+}
+
+/// The BER an NVLink5 BER field's value stands for (the inverse of [`encode_ber`]).
+pub fn decode_ber(value: u32) -> f64 {
+    let mantissa = (value >> 8) & 0xf;
+    let exponent = value & 0xff;
+    f64::from(mantissa) / pow10(exponent)
+}
+
+/// 10^e for e in 0..=255, each the double closest to it (parsed once, not multiplied).
+fn pow10(e: u32) -> f64 {
+    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        (0..=255)
+            .map(|e| format!("1e{e}").parse().unwrap_or(f64::INFINITY))
+            .collect()
+    });
+    table.get(e as usize).copied().unwrap_or(f64::INFINITY)
 }
 
 /// The far end of an NVLink.
@@ -649,7 +1065,8 @@ impl Fixture {
         std::fs::rename(&tmp, path)
     }
 
-    /// Checks what the types cannot: bus ids, cpulists, UUIDs, unique GPU identities.
+    /// Checks what the types cannot: bus ids, cpulists, UUIDs, unique GPU and MIG
+    /// identities, GPM metric ids, MIG device counts, BER ranges.
     pub fn validate(&self) -> Result<(), String> {
         if self.gpus.len() > crate::MAX_GPUS {
             return Err(format!("at most {} GPUs", crate::MAX_GPUS));
@@ -670,9 +1087,37 @@ impl Fixture {
                 if let Some(r) = &link.remote {
                     parse_bus_id(&r.bus_id).map_err(|e| at(&format!("nvlinks[{l}].remote"), e))?;
                 }
+                if let Some(n5) = &link.nvlink5 {
+                    n5.validate()
+                        .map_err(|e| at(&format!("nvlinks[{l}].nvlink5"), e))?;
+                }
             }
             if self.gpus[..i].iter().any(|g| g.uuid == gpu.uuid) {
                 return Err(at("uuid", format!("{} is not unique", gpu.uuid)));
+            }
+            if let Some(gpm) = &gpu.gpm {
+                gpm.validate().map_err(|e| format!("gpus[{i}].gpm.{e}"))?;
+            }
+            if let Some(mig) = &gpu.mig {
+                mig.validate().map_err(|e| format!("gpus[{i}].mig.{e}"))?;
+                for (m, d) in mig.devices.iter().enumerate() {
+                    let clash = self.gpus.iter().enumerate().any(|(j, g)| {
+                        g.uuid == d.uuid
+                            || (j < i
+                                && g.mig
+                                    .as_ref()
+                                    .is_some_and(|o| o.devices.iter().any(|o| o.uuid == d.uuid)))
+                    });
+                    if clash {
+                        return Err(format!(
+                            "gpus[{i}].mig.devices[{m}].uuid: {} is not unique",
+                            d.uuid
+                        ));
+                    }
+                }
+            }
+            if let Some(c2c) = &gpu.c2c {
+                c2c.validate().map_err(|e| format!("gpus[{i}].c2c.{e}"))?;
             }
         }
         Ok(())
@@ -942,7 +1387,7 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|e| e == "json"))
             .collect();
         names.sort();
-        assert_eq!(names.len(), 6, "{names:?}");
+        assert_eq!(names.len(), 9, "{names:?}");
         for path in names {
             let f = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
             let text = serde_json::to_string(&f).unwrap();
@@ -996,9 +1441,9 @@ mod tests {
         assert!(err(r#"{"fields": {"83": {"cpu_ms": 1}}}"#).contains("cpu_ms"));
         assert!(err("7").contains("cost profile name"));
         let invalid = |costs: &str| parse(costs).unwrap().validate().unwrap_err();
-        let e = invalid(r#"{"overrides": {"nvmlDeviceGetViolationStatus": {"wall_us": 1}}}"#);
+        let e = invalid(r#"{"overrides": {"nvmlDeviceGetBAR1MemoryInfo": {"wall_us": 1}}}"#);
         assert!(
-            e.starts_with("costs.overrides") && e.contains("ViolationStatus"),
+            e.starts_with("costs.overrides") && e.contains("BAR1MemoryInfo"),
             "{e}"
         );
         assert!(invalid(r#"{"scale": -1}"#).starts_with("costs.scale"));
@@ -1007,6 +1452,123 @@ mod tests {
         assert!(e.starts_with("costs.fields.83: cpu_us"), "{e}");
         let e = invalid(r#"{"overrides": {"nvmlInit_v2": {"wall_us": 1e300}}}"#);
         assert!(e.starts_with("costs.overrides.nvmlInit_v2: wall_us"), "{e}");
+    }
+
+    /// A one-GPU fixture whose GPU carries `extra` (JSON members, comma-led).
+    fn one_gpu(extra: &str) -> Result<Fixture, String> {
+        let text = format!(
+            r#"{{"driver_version": "580.159.04", "nvml_version": "13.580.159.04",
+                "cuda_driver_version": 13000, "gpus": [{{"name": "NVIDIA H100 80GB HBM3",
+                "uuid": "GPU-00000000-0000-0000-0000-000000000001",
+                "pci": {{"bus_id": "00000000:1B:00.0", "device_id": "0x233010DE"}}{extra}}}]}}"#
+        );
+        let f: Fixture = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        f.validate()?;
+        Ok(f)
+    }
+
+    const MIG_DEVICE: &str = r#"{"gpu_instance_id": 7, "compute_instance_id": 0,
+        "uuid": "MIG-5c89a1f2-0000-4000-8000-000000000007",
+        "name": "NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+        "memory": {"total": 10200547328, "reserved": 0, "used": 0},
+        "gpm": {"metrics": {"1": 50.0, "2": 48.0}}}"#;
+
+    #[test]
+    fn new_keys_as_the_contract_writes_them() {
+        let f = one_gpu(&format!(
+            r#", "encoder_utilization": 3, "decoder_utilization": 0,
+            "gpm": {{"metrics": {{"1": 99.99, "2": 96.6, "3": 14.3, "5": 93.8, "10": 16.1,
+                                  "20": 4.5, "21": 13.2}}}},
+            "violations": {{"power": 3128307968, "thermal": 0, "low_utilization": 21602789600}},
+            "mig": {{"current_mode": 1, "pending_mode": 1, "max_devices": 7,
+                     "devices": [{MIG_DEVICE}]}},
+            "c2c": {{"links": [{{"active": true, "max_bw_mbps": 45000}}],
+                     "errors": {{"intr": 0, "replay": 0, "replay_b2b": 0}}, "power_state": 0}},
+            "nvlinks": [{{"active": true, "version": 5, "nvlink5": {{
+                "malformed_packet_errors": 1, "effective_ber": 1e-15, "symbol_ber": 1e-12}}}}],
+            "not_supported": ["encoder_utilization", "decoder_utilization", "gpm",
+                              "violations", "mig", "c2c"]"#
+        ))
+        .unwrap();
+        let g = &f.gpus[0];
+        assert_eq!(g.encoder_utilization, Some(3));
+        assert_eq!(g.gpm.as_ref().unwrap().metrics[&21], 13.2);
+        let v = g.violations.as_ref().unwrap();
+        assert_eq!(v.by_policy(0), Ok(Some(3_128_307_968)));
+        assert_eq!(v.by_policy(5), Ok(None));
+        assert_eq!(v.by_policy(6), Err(()));
+        let mig = g.mig.as_ref().unwrap();
+        assert_eq!(mig.devices[0].gpu_instance_id, 7);
+        assert!(mig.instance_gpm(7).unwrap().is_some());
+        assert!(mig.instance_gpm(8).is_none());
+        assert_eq!(g.c2c.as_ref().unwrap().links[0].max_bw_mbps, 45_000);
+        assert_eq!(g.nvlinks[0].nvlink5.as_ref().unwrap().effective_ber, 1e-15);
+        assert_eq!(g.not_supported.len(), 6);
+        let back: Fixture = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn new_keys_reject_what_cannot_be() {
+        let err = |extra: &str| one_gpu(extra).unwrap_err();
+        // Typos are load errors.
+        assert!(err(r#", "violations": {"powr": 1}"#).contains("powr"));
+        assert!(err(r#", "gpm": {"metric": {}}"#).contains("metric"));
+        assert!(err(r#", "gpm": {"metrics": {"x": 1}}"#).contains("invalid"));
+        assert!(err(r#", "c2c": {"link": []}"#).contains("link"));
+        assert!(err(r#", "mig": {"current_mode": 1, "pending_mode": 1}"#).contains("max_devices"));
+        // Values out of range.
+        assert!(err(r#", "gpm": {"metrics": {"0": 1}}"#).starts_with("gpus[0].gpm.metrics"));
+        assert!(err(r#", "gpm": {"metrics": {"256": 1}}"#).contains("256"));
+        let mig = |mode: u32, max: u32, devices: &str| {
+            format!(
+                r#", "mig": {{"current_mode": {mode}, "pending_mode": 1, "max_devices": {max},
+                    "devices": [{devices}]}}"#
+            )
+        };
+        assert!(one_gpu(&mig(1, 7, MIG_DEVICE)).is_ok());
+        assert!(err(&mig(1, 0, MIG_DEVICE)).contains("max_devices is 0"));
+        assert!(err(&mig(0, 7, MIG_DEVICE)).contains("current_mode is 0"));
+        assert!(err(&mig(2, 7, "")).contains("current_mode"));
+        assert!(err(&mig(1, 17, "")).contains("max_devices"));
+        let bad_uuid = MIG_DEVICE.replace("MIG-5c89", "GPU-5c89");
+        assert!(err(&mig(1, 7, &bad_uuid)).contains("MIG-"));
+        let short = MIG_DEVICE.replace("-000000000007", "-0007");
+        assert!(err(&mig(1, 7, &short)).contains("36 characters"));
+        let twice = format!("{MIG_DEVICE}, {MIG_DEVICE}");
+        assert!(err(&mig(1, 7, &twice)).contains("not unique"));
+        let same_ci = MIG_DEVICE.replace("-000000000007", "-000000000008");
+        assert!(
+            err(&mig(1, 7, &format!("{MIG_DEVICE}, {same_ci}"))).contains("compute instance 0")
+        );
+        let second_gpm =
+            same_ci.replace(r#""compute_instance_id": 0"#, r#""compute_instance_id": 1"#);
+        assert!(err(&mig(1, 7, &format!("{MIG_DEVICE}, {second_gpm}"))).contains("gpm"));
+        let bad_ber =
+            r#", "nvlinks": [{"active": true, "version": 5, "nvlink5": {"symbol_ber": 16}}]"#;
+        assert!(err(bad_ber).starts_with("gpus[0].nvlinks[0].nvlink5: symbol_ber"));
+        assert!(err(r#", "c2c": {"power_state": 2}"#).contains("power_state"));
+    }
+
+    #[test]
+    fn ber_encoding_is_nvmls() {
+        // (mantissa << 8) | exponent, BER = mantissa × 10^-exponent.
+        assert_eq!(encode_ber(1e-15), (1 << 8) | 15);
+        assert_eq!(encode_ber(1.2e-12), (12 << 8) | 13);
+        assert_eq!(encode_ber(3e-9), (3 << 8) | 9);
+        assert_eq!(encode_ber(0.0), 0);
+        assert_eq!(encode_ber(-1.0), 0);
+        assert_eq!(encode_ber(15.0), 15 << 8);
+        assert_eq!(encode_ber(99.0), 15 << 8);
+        // The closest representable value: 1.23e-12 is 12 × 10^-13.
+        assert_eq!(encode_ber(1.23e-12), (12 << 8) | 13);
+        // Two significant digits fit when they make at most 15; else one: 2.5e-7 is as
+        // close to 2e-7 as to 3e-7 (the worst case, 20 % off).
+        for ber in [1e-15, 2.5e-7, 7e-3, 1.5, 1.6e-9, 1e-200, 9.9e-254] {
+            let back = decode_ber(encode_ber(ber));
+            assert!((back - ber).abs() <= ber * 0.2 + 1e-300, "{ber} -> {back}");
+        }
+        assert_eq!(encode_ber(1.6e-9), (15 << 8) | 10);
     }
 
     #[test]

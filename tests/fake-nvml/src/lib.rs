@@ -21,6 +21,11 @@
 //! caught half-written fails to parse, is reported once on stderr, and the previous
 //! fixture stays in force).
 //!
+//! Beyond identity, utilization, memory, power, clocks, ECC, PCIe, fabric, NVLink, field
+//! values and XID events, a fixture can give a GPU encoder and decoder utilization,
+//! violation status per policy, GPM metrics, MIG devices, NVLink-C2C (fields and mode) and
+//! NVLink5 counters (fields 206–215, 219–222 per link, BER encoded as NVML does).
+//!
 //! Faults per GPU: `lost` (every call on it answers `NVML_ERROR_GPU_IS_LOST`), `hang_ms`
 //! (every call on it sleeps first, without holding up calls on other GPUs),
 //! `not_supported`/`errors` (a feature answers `NOT_SUPPORTED` or any code) and
@@ -37,6 +42,28 @@
 //! against the fake shows what a real node pays. The table and how it is derived:
 //! [`costs`]. Costs are paid after a GPU's `hang_ms` and `lost` check, which stay
 //! separate.
+//!
+//! # GPM
+//!
+//! `nvmlGpmSampleAlloc` hands out samples the library owns (freed by `nvmlGpmSampleFree`;
+//! a double free or foreign pointer is `INVALID_ARGUMENT`). Each `nvmlGpmSampleGet` (whole
+//! GPU) or `nvmlGpmMigSampleGet` (one MIG GPU instance) integrates the fixture's `gpm`
+//! values over the time since that GPU's (or instance's) previous sample, so
+//! `nvmlGpmMetricsGet` over two samples reports what the fixture said during the window,
+//! and a fixture replaced between two samples shows whole in the next window. Details:
+//! `src/gpm.rs`. Without `gpm`, `nvmlGpmQueryDeviceSupport` says unsupported and samples
+//! answer `NOT_SUPPORTED`.
+//!
+//! # MIG
+//!
+//! A GPU's `mig` lists its MIG devices; `nvmlDeviceGetMigDeviceHandleByIndex` gives each
+//! a handle in a second private array, one slot per MIG device UUID: distinct from every
+//! GPU handle, the same for as long as the device stays in the fixture (whatever its
+//! index), stale (`INVALID_ARGUMENT`) once it has left. MIG handles are answered by
+//! `nvmlDeviceGetName`, `…GetUUID`, `…GetMemoryInfo{,_v2}`, `…IsMigDeviceHandle`,
+//! `…GetDeviceHandleFromMigDeviceHandle`, `…GetGpuInstanceId` and `…GetComputeInstanceId`
+//! (the last two answer `INVALID_ARGUMENT` on a GPU handle); every other export answers
+//! `INVALID_ARGUMENT` for one. A MIG device hangs and is lost with its parent GPU.
 //!
 //! # One process, several fixtures
 //!
@@ -60,14 +87,15 @@
 //! Every export runs under `catch_unwind` (a panic answers `NVML_ERROR_UNKNOWN`), checks
 //! output pointers for null (`NVML_ERROR_INVALID_ARGUMENT`), range-checks device handles
 //! (addresses inside a private array, so stale or foreign handles are rejected, never
-//! dereferenced) and event-set handles, and checks the `version` of versioned structs
-//! (`NVML_ERROR_ARGUMENT_VERSION_MISMATCH`).
+//! dereferenced), event-set handles and GPM samples, and checks the `version` of
+//! versioned structs (`NVML_ERROR_ARGUMENT_VERSION_MISMATCH`).
 
 #![allow(unsafe_code)]
 
 pub mod costs;
 mod exports;
 pub mod fixture;
+mod gpm;
 #[cfg(test)]
 mod proptests;
 mod state;
@@ -163,6 +191,25 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetSupportedEventTypes",
     "nvmlDeviceRegisterEvents",
     "nvmlEventSetWait_v2",
+    "nvmlDeviceGetEncoderUtilization",
+    "nvmlDeviceGetDecoderUtilization",
+    "nvmlDeviceGetViolationStatus",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmQueryIfStreamingEnabled",
+    "nvmlGpmSetStreamingEnabled",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMigSampleGet",
+    "nvmlGpmMetricsGet",
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetC2cModeInfoV",
     "railscopeFakeNvmlSetFixture",
 ];
 

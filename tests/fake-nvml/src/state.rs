@@ -1,10 +1,12 @@
 //! The library's process-wide state: init refcount, the loaded fixture (re-read when the
-//! file changes) and the cost model it runs under, device handles and event sets.
+//! file changes) and the cost model it runs under, device handles (GPU and MIG) and event
+//! sets. (GPM samples live in [`crate::gpm`].)
 //!
-//! One `Mutex` guards it, and it is **never held while a call sleeps or pays its cost**
-//! (`hang_ms`, [`crate::costs`]): a call takes a snapshot (`Arc<Fixture>`) under the lock,
-//! releases it, then sleeps and answers from the snapshot, so a hung or slow GPU does not
-//! hold up the others.
+//! One `Mutex` guards it (the MIG handle slots have their own, taken only by calls that
+//! hand out or take a MIG handle), and it is **never held while a call sleeps or pays its
+//! cost** (`hang_ms`, [`crate::costs`]): a call takes a snapshot (`Arc<Fixture>`) under the
+//! lock, releases it, then sleeps and answers from the snapshot, so a hung or slow GPU does
+//! not hold up the others.
 //!
 //! With [`crate::RECHECK_ENV`] set, each thread keeps its last snapshot (fixture and cost
 //! model) for that long, unless the fixture was reloaded or replaced since: a call then
@@ -29,7 +31,7 @@ use nvml_wrapper_sys::bindings::{
 };
 
 use crate::costs::{self, Model};
-use crate::fixture::{Fixture, Gpu};
+use crate::fixture::{Fixture, Gpu, Mig, MigDevice};
 use crate::{FIXTURE_ENV, MAX_GPUS};
 
 /// An NVML return code other than success.
@@ -358,6 +360,151 @@ pub(crate) fn index_of(device: nvmlDevice_t, fixture: &Fixture) -> Result<usize,
     Ok(offset)
 }
 
+/// MIG handle slots per GPU: twice the most MIG devices a GPU may list, so a slot is given
+/// to a new MIG device only once its previous one has left the fixture, and rarely even then.
+const MIG_SLOTS: usize = 2 * Mig::MAX_DEVICES as usize;
+
+/// MIG device handles are addresses inside this array (`&MIG_HANDLES[gpu * MIG_SLOTS +
+/// slot]`): distinct from every GPU handle (which [`index_of`] alone accepts), stable, and
+/// never dereferenced.
+static MIG_HANDLES: [u8; MAX_GPUS * MIG_SLOTS] = [0; MAX_GPUS * MIG_SLOTS];
+
+/// Which MIG device (by UUID) each handed-out MIG handle slot stands for, by offset into
+/// [`MIG_HANDLES`]. A handle whose UUID has left the fixture is stale. Its own lock: only
+/// MIG calls take it.
+static MIG_SLOT_UUIDS: Mutex<BTreeMap<usize, String>> = Mutex::new(BTreeMap::new());
+
+fn mig_slots() -> MutexGuard<'static, BTreeMap<usize, String>> {
+    MIG_SLOT_UUIDS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The handle of MIG device `uuid` of GPU `gpu`: the slot it had before, else a free one,
+/// else one whose device has left `devices` (the GPU's MIG devices now).
+pub(crate) fn mig_handle(
+    gpu: usize,
+    uuid: &str,
+    devices: &[MigDevice],
+) -> Result<nvmlDevice_t, Ret> {
+    if gpu >= MAX_GPUS {
+        return Err(INVALID_ARGUMENT);
+    }
+    let range = gpu * MIG_SLOTS..(gpu + 1) * MIG_SLOTS;
+    let mut slots = mig_slots();
+    let known = range
+        .clone()
+        .find(|o| slots.get(o).is_some_and(|u| u == uuid));
+    let offset = known
+        .or_else(|| range.clone().find(|o| !slots.contains_key(o)))
+        .or_else(|| {
+            range.clone().find(|o| {
+                slots
+                    .get(o)
+                    .is_none_or(|u| devices.iter().all(|d| d.uuid != *u))
+            })
+        })
+        .ok_or(UNKNOWN)?;
+    slots.insert(offset, uuid.to_owned());
+    Ok(MIG_HANDLES
+        .as_ptr()
+        .wrapping_add(offset)
+        .cast::<nvmlDevice_st>()
+        .cast_mut())
+}
+
+/// What a device handle stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// GPU `index`.
+    Gpu(usize),
+    /// MIG device `device` (position in `mig.devices`) of GPU `gpu`.
+    Mig { gpu: usize, device: usize },
+}
+
+/// A GPU or MIG handle resolved against `fixture`; `INVALID_ARGUMENT` for null, foreign
+/// and stale handles (a MIG handle whose device has left the fixture is stale).
+pub(crate) fn target_of(device: nvmlDevice_t, fixture: &Fixture) -> Result<Target, Ret> {
+    if let Ok(index) = index_of(device, fixture) {
+        return Ok(Target::Gpu(index));
+    }
+    let offset = (device as usize).wrapping_sub(MIG_HANDLES.as_ptr() as usize);
+    if device.is_null() || offset >= MIG_HANDLES.len() {
+        return Err(INVALID_ARGUMENT);
+    }
+    let gpu = offset / MIG_SLOTS;
+    let devices = fixture
+        .gpus
+        .get(gpu)
+        .and_then(|g| g.mig.as_ref())
+        .map_or(&[][..], |m| &m.devices[..]);
+    let slots = mig_slots();
+    let uuid = slots.get(&offset).ok_or(INVALID_ARGUMENT)?;
+    let position = devices
+        .iter()
+        .position(|d| d.uuid == *uuid)
+        .ok_or(INVALID_ARGUMENT)?;
+    Ok(Target::Mig {
+        gpu,
+        device: position,
+    })
+}
+
+/// A device a call is about: a GPU, or a MIG device with its parent GPU.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Device<'a> {
+    /// A whole GPU.
+    Gpu(&'a Gpu),
+    /// A MIG device and the GPU it is part of (with that GPU's index).
+    Mig {
+        parent: &'a Gpu,
+        parent_index: usize,
+        mig: &'a MigDevice,
+    },
+}
+
+impl<'a> Device<'a> {
+    /// The physical GPU: itself, or a MIG device's parent (whose `not_supported` and
+    /// `errors` apply to its MIG devices too).
+    pub(crate) fn gpu(&self) -> &'a Gpu {
+        match self {
+            Self::Gpu(g) => g,
+            Self::Mig { parent, .. } => parent,
+        }
+    }
+}
+
+/// [`with_gpu`] for the calls that also take a MIG device handle: a MIG device hangs,
+/// is lost and pays like its parent GPU.
+pub(crate) fn with_device<T>(
+    call: &'static str,
+    device: nvmlDevice_t,
+    f: impl FnOnce(Device<'_>, &Fixture) -> Result<T, Ret>,
+) -> Result<T, Ret> {
+    let (fixture, costs) = current()?;
+    sleep_ms(fixture.hang_ms);
+    let target = target_of(device, &fixture)?;
+    let dev = match target {
+        Target::Gpu(i) => Device::Gpu(&fixture.gpus[i]),
+        Target::Mig { gpu, device } => {
+            let parent = &fixture.gpus[gpu];
+            let mig = parent
+                .mig
+                .as_ref()
+                .and_then(|m| m.devices.get(device))
+                .ok_or(INVALID_ARGUMENT)?;
+            Device::Mig {
+                parent,
+                parent_index: gpu,
+                mig,
+            }
+        }
+    };
+    gate(dev.gpu())?;
+    costs::pay(costs.as_deref(), call);
+    f(dev, &fixture)
+}
+
 /// The answer to "can this GPU be asked": sleeps its `hang_ms`, then `GPU_IS_LOST` if lost.
 pub(crate) fn gate(gpu: &Gpu) -> Result<(), Ret> {
     sleep_ms(gpu.hang_ms);
@@ -368,11 +515,21 @@ pub(crate) fn gate(gpu: &Gpu) -> Result<(), Ret> {
 }
 
 /// A call (named `call`, for its cost) on one device: snapshot, handle check, hang and
-/// loss, the call's cost, then `f`.
+/// loss, the call's cost, then `f`. A MIG device handle is `INVALID_ARGUMENT` here (see
+/// [`with_device`] for the calls that take one).
 pub(crate) fn with_gpu<T>(
     call: &'static str,
     device: nvmlDevice_t,
     f: impl FnOnce(&Gpu, &Fixture) -> Result<T, Ret>,
+) -> Result<T, Ret> {
+    with_gpu_at(call, device, |_, gpu, fixture| f(gpu, fixture))
+}
+
+/// [`with_gpu`], telling `f` the GPU's index too.
+pub(crate) fn with_gpu_at<T>(
+    call: &'static str,
+    device: nvmlDevice_t,
+    f: impl FnOnce(usize, &Gpu, &Fixture) -> Result<T, Ret>,
 ) -> Result<T, Ret> {
     let (fixture, costs) = current()?;
     sleep_ms(fixture.hang_ms);
@@ -380,7 +537,7 @@ pub(crate) fn with_gpu<T>(
     let gpu = &fixture.gpus[index];
     gate(gpu)?;
     costs::pay(costs.as_deref(), call);
-    f(gpu, &fixture)
+    f(index, gpu, &fixture)
 }
 
 /// Creates an event set and returns its address.

@@ -97,6 +97,9 @@ fn costs_are_off_unless_switched_on() {
         "h100-sxm-8gpu-faults-later.json",
         "a100-pcie-4gpu-bridged.json",
         "v100-pcie-no-nvlink.json",
+        "h200-matrix.json",
+        "h100-mig.json",
+        "gb200-tray.json",
     ] {
         assert_eq!(shipped(name).costs, None, "{name}");
     }

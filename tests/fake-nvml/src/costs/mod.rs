@@ -358,7 +358,16 @@ mod tests {
         assert!((0.2..0.25).contains(&ms(replay.cpu)), "{replay:?}");
         let cheap = h200("nvmlDeviceGetTemperature").unwrap_or_default();
         assert!(cheap.cpu < Duration::from_micros(30), "{cheap:?}");
-        assert!(h200("nvmlDeviceGetViolationStatus").is_none());
+        // 0.8 ms of CPU per policy.
+        let violation = h200("nvmlDeviceGetViolationStatus").unwrap_or_default();
+        assert!((0.8..0.82).contains(&ms(violation.cpu)), "{violation:?}");
+        // A GPM sample: 0.34 ms under load; computing metrics from two: under a µs.
+        let sample = h200("nvmlGpmSampleGet").unwrap_or_default();
+        assert!((0.33..0.34).contains(&ms(sample.cpu)), "{sample:?}");
+        assert_eq!(h200("nvmlGpmMigSampleGet"), Some(sample));
+        let metrics = h200("nvmlGpmMetricsGet").unwrap_or_default();
+        assert!(metrics.wall < Duration::from_micros(1), "{metrics:?}");
+        assert!(h200("nvmlDeviceGetBAR1MemoryInfo").is_none());
         // The field-values call pays only per field.
         assert_eq!(h200("nvmlDeviceGetFieldValues"), Some(Cost::default()));
     }
