@@ -684,6 +684,7 @@ fn fake_nvidia_smi(dir: &Path, f: &Fixture) -> PathBuf {
             ),
             ("memory.used", (mem.used >> 20).to_string()),
             ("memory.total", (mem.total >> 20).to_string()),
+            ("memory.reserved", (mem.reserved >> 20).to_string()),
             ("temperature.gpu", g.temperature_c.unwrap().to_string()),
             (
                 "power.draw",
@@ -753,7 +754,7 @@ fn gpu_check_agrees_with_nvidia_smi_and_catches_a_value_that_is_off() {
         stdout.contains("every value matches nvidia-smi"),
         "{stdout}"
     );
-    assert_eq!(stdout.matches(" ok").count(), 8 * 14, "{stdout}");
+    assert_eq!(stdout.matches(" ok").count(), 8 * 15, "{stdout}");
     assert!(stdout.contains("CPU per scrape"), "{stdout}");
 
     // nvidia-smi sees GPU 3 hotter than railscope does.
