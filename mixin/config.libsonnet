@@ -62,8 +62,18 @@
       // RailscopeNICFarFromGPU: the NIC's nearest GPU at this distance or more (40 = SYS,
       // across the CPU interconnect; see railscope_topology_nic_gpu_distance).
       nicGPUDistance: 40,
-      // RailscopeNVLinkErrors: CRC and replay errors per second on a link.
+      // RailscopeNVLinkErrors: data-link errors per second on a link: CRC and replay errors
+      // (NVLink 1-4); on NVLink5 the errors FEC left uncorrected (effective) and the packets
+      // the link found broken or dropped.
       nvlinkErrorsPerSecond: 1,
+      // RailscopeGPUThermalSlowdown: the fraction of time (over 5 minutes) a GPU's clocks are
+      // held down by thermal slowdown (software or hardware), from
+      // railscope_gpu_clock_event_seconds_total.
+      gpuThermalSlowdownFraction: 0.1,
+      // RailscopeGPUPowerBrake: the fraction of time (over 5 minutes) the external power brake
+      // holds a GPU's clocks down. The brake is never part of normal operation, so the level
+      // is low: it only has to stay above one-off events.
+      gpuPowerBrakeFraction: 0.01,
       // RailscopeMemlockLimitSmall: the soft RLIMIT_MEMLOCK of init, in bytes.
       memlockBytes: 1073741824,
       // RailscopeSysfsReadBlocked: seconds a device's sysfs reads have been blocked.

@@ -41,6 +41,26 @@ local lib = import '../lib/rules.libsonnet';
         "rail", "none", "", ""
       )
     ||| % (p { codes: codes }),
+    // The NVLink error counters RailscopeNVLinkErrors counts against nvlinkErrorsPerSecond:
+    // CRC and replay errors of NVLink 1-4 (Hopper and earlier), and on NVLink5 (Blackwell)
+    // the errors FEC left uncorrected (effective) and the packets the link found broken or
+    // dropped. A Blackwell GPU may report none of the older types, a Hopper GPU none of the
+    // NVLink5 ones: the sum is over whichever the GPU has. NVLink5 `symbol` errors are left
+    // out: they are counted before forward error correction (railscope_nvlink_symbol_ber is
+    // the BER before it), which a healthy link may log steadily.
+    local nvlinkErrorTypes = std.join('|', [
+      'crc_flit',
+      'crc_data',
+      'replay',
+      'effective',
+      'malformed_packet',
+      'buffer_overrun',
+      'rcv',
+      'rcv_remote',
+      'rcv_general',
+      'local_link_integrity',
+      'xmit_discards',
+    ]),
     groups+: lib.finish($._config, [
       {
         name: 'railscope.fabric',
@@ -670,6 +690,50 @@ local lib = import '../lib/rules.libsonnet';
               description: 'Hardware slowdown, thermal slowdown or power brake hold the clocks down; in a synchronous job every rank waits for this GPU. Check cooling and the power supply.',
             },
           },
+          // The share of time the clocks were held down, from the driver's clock event counters
+          // (railscope_gpu_clock_event_seconds_total): unlike RailscopeGPUThrottling, which needs
+          // the reason active at every evaluation for 15 minutes, it also catches a GPU that
+          // throttles on and off. Thermal: software (the driver, above the maximum operating
+          // temperature) or hardware (the GPU's own protection) slowdown.
+          {
+            alert: 'RailscopeGPUThermalSlowdown',
+            expr: |||
+              (
+                # The larger of the two shares, not their sum: both are often active at once.
+                max by (%(cluster)s, instance, gpu) (
+                  rate(railscope_gpu_clock_event_seconds_total{%(selector)s, reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])
+                ) > %(gpuThermalSlowdownFraction)s
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes in thermal slowdown',
+              description: 'For 10 minutes the GPU has spent over %(gpuThermalSlowdownPercent)s%% of its time with its clocks held down for heat (sw_thermal_slowdown, hw_thermal_slowdown); in a synchronous job every rank waits for it. Check its cooling, and whether its siblings run hot too.' % p,
+            },
+          },
+          // The power brake is an external signal (HW_POWER_BRAKE_SLOWDOWN): the system's power
+          // supplies or the rack's power shelf assert it when they cannot deliver the power the
+          // node draws, and the GPU drops its clocks at once. It is never part of normal
+          // operation, hence the low level; one-off events stay below it for 10 minutes.
+          {
+            alert: 'RailscopeGPUPowerBrake',
+            expr: |||
+              (
+                rate(railscope_gpu_clock_event_seconds_total{%(selector)s, reason="hw_power_brake_slowdown"}[5m]) > %(gpuPowerBrakeFraction)s
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes held down by the power brake',
+              description: 'For 10 minutes the power supplies or the power shelf have asserted the power brake over %(gpuPowerBrakePercent)s%% of the time: the node lost power capacity (a failed or unplugged PSU, a power shelf in protection) and its GPUs drop their clocks while it lasts. Check the power supplies; several nodes of one rack at once point at its power shelf.' % p,
+            },
+          },
           {
             alert: 'RailscopeGPUPCIeWidthDegraded',
             expr: |||
@@ -681,6 +745,75 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) runs PCIe x{{ $value }}, below its maximum',
               description: "Fewer PCIe lanes halve the GPU's host and GPUDirect bandwidth (the generation also drops at idle, so only width is alerted).",
+            },
+          },
+          // Grace-Blackwell's NVLink-C2C, between the GPU and its Grace CPU. A GPU without C2C
+          // (Hopper on x86, PCIe cards) has no railscope_gpu_c2c_link_up series and never fires.
+          {
+            alert: 'RailscopeGPUC2CLinkDown',
+            expr: |||
+              (
+                railscope_gpu_c2c_link_up{%(selector)s} == 0
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink-C2C link {{ $labels.link }} to its Grace CPU is down',
+              description: "A GPU with a C2C link down reaches its CPU's memory at reduced bandwidth: host-device copies and unified memory slow down.",
+            },
+          },
+          // The GPU's NVLink fabric health (nvmlDeviceGetGpuFabricInfoV, NVSwitch and multi-node
+          // NVLink systems): routes unhealthy, a configuration the fabric rejects, or the health
+          // summary unhealthy. Recoveries in progress (route_recovery, access_timeout_recovery)
+          // are transient and raise nothing. A GPU whose driver does not report fabric health
+          // has no such series and never fires.
+          {
+            alert: 'RailscopeGPUFabricUnhealthy',
+            expr: |||
+              (
+                (
+                  railscope_gpu_fabric_health{%(selector)s, condition=~"route_unhealthy|incorrect_configuration"} == 1
+                  or on (%(cluster)s, instance, gpu)
+                  label_replace(
+                    max by (%(cluster)s, instance, job, gpu) (railscope_gpu_fabric_health_state{%(selector)s, state="unhealthy"} == 1),
+                    "condition", "unhealthy", "", ""
+                  )
+                )
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric health is {{ if eq $labels.condition `unhealthy` }}unhealthy{{ else }}{{ $labels.condition }}{{ end }}',
+              description: 'The GPU reports unhealthy fabric routes, a configuration the fabric rejects (system GUID, chassis serial, no partition, too few NVLinks, firmware, location), or an unhealthy fabric: jobs that use NVLink through the fabric (NVSwitch peers, multi-node NVLink) fail or cannot start on it.',
+            },
+          },
+          {
+            alert: 'RailscopeGPUFabricDegraded',
+            expr: |||
+              (
+                (
+                  railscope_gpu_fabric_health{%(selector)s, condition="degraded_bandwidth"} == 1
+                  or on (%(cluster)s, instance, gpu)
+                  label_replace(
+                    max by (%(cluster)s, instance, job, gpu) (railscope_gpu_fabric_health_state{%(selector)s, state="limited_capacity"} == 1),
+                    "condition", "limited_capacity", "", ""
+                  )
+                )
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric runs {{ if eq $labels.condition `degraded_bandwidth` }}at degraded bandwidth{{ else }}at limited capacity{{ end }}',
+              description: 'The GPU reports its NVLink fabric bandwidth degraded (links or NVSwitch trunks down) or its fabric health at limited capacity: NVLink traffic through the fabric runs slower, and every rank of a synchronous job waits for it.',
             },
           },
         ],
@@ -713,17 +846,20 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeNVLinkErrors',
             expr: |||
               (
-                sum by (%(cluster)s, instance, gpu, link) (rate(railscope_nvlink_errors_total{%(selector)s, type=~"crc_flit|crc_data|replay"}[10m])) > %(nvlinkErrorsPerSecond)s
+                sum by (%(cluster)s, instance, gpu, link) (rate(railscope_nvlink_errors_total{%(selector)s, type=~"%(nvlinkErrorTypes)s"}[10m])) > %(nvlinkErrorsPerSecond)s
                 or on (%(cluster)s, instance, gpu, link)
                 sum by (%(cluster)s, instance, gpu, link) (increase(railscope_nvlink_errors_total{%(selector)s, type="recovery"}[1h])) > 0
+                # NVLink5 counts recoveries by their result: a failed one took the link down.
+                or on (%(cluster)s, instance, gpu, link)
+                sum by (%(cluster)s, instance, gpu, link) (increase(railscope_nvlink_link_recovery_events_total{%(selector)s, result="failed"}[1h])) > 0
               )
               * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
-            ||| % p,
+            ||| % (p { nvlinkErrorTypes: nvlinkErrorTypes }),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging CRC, replay or recovery errors',
-              description: 'Climbing NVLink data-link errors are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging data-link errors or recoveries',
+              description: 'Climbing NVLink data-link errors (CRC and replays; on NVLink5 errors FEC left uncorrected, broken or dropped packets, failed link recoveries) are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
             },
           },
           // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is

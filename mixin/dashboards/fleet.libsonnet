@@ -59,6 +59,35 @@ function(config)
               desc='Rows: nodes, columns: rails. A node whose rail is 0 while its siblings carry traffic has lost that rail.'),
   ];
 
+  // GPU activity (GPM, Hopper and later) and power across the chosen nodes.
+  local gpuActivity = [
+    lib.row('GPU activity'),
+    lib.ts('SM and tensor activity',
+           [
+             t('avg(' + railGpu(sel('railscope_gpu_sm_active_ratio')) + ')', 'SM active, mean'),
+             t('quantile(0.1, ' + railGpu(sel('railscope_gpu_sm_active_ratio')) + ')', 'SM active, 10th percentile'),
+             t('avg(' + railGpu(sel('railscope_gpu_tensor_active_ratio')) + ')', 'tensor active, mean'),
+           ],
+           'percentunit',
+           w=12,
+           desc='Over every GPU of the chosen nodes and rails that reports GPM (Hopper and later). '
+                + 'A 10th percentile far below the mean: some GPUs idle or starved while the others work.'),
+    lib.ts('GPU power',
+           [t('sum(' + railGpu(rate('railscope_gpu_energy_joules_total')) + ')', 'GPUs of the chosen nodes')],
+           'watt',
+           w=8,
+           desc="Mean power of the chosen nodes' GPUs from their energy counters."),
+    lib.stat('GPU energy in the time range',
+             [
+               t('sum(' + railGpu(rate('railscope_gpu_energy_joules_total', fn='increase', rng='$__range')) + ') / 3600000',
+                 'kWh'),
+             ],
+             'kwatth',
+             w=4,
+             h=8,
+             desc="Energy the chosen nodes' GPUs used over the dashboard time range."),
+  ];
+
   local linkErrors = [
     'railscope_ib_port_symbol_errors_total',
     'railscope_ib_port_receive_errors_total',
@@ -231,7 +260,7 @@ function(config)
     'railscope / fleet and rails',
     'Per-rail throughput and errors across nodes, and the nodes whose ports, PCIe links, '
     + 'GPUs or NVLinks are off their peers.',
-    overview + throughput + errors + peers,
+    overview + throughput + gpuActivity + errors + peers,
     fleet=true,
     runbooks=lib.runbooks.fleet,
   )

@@ -1,5 +1,5 @@
 // The node dashboard: one node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe,
-// topology, GPUs, NVLink, GPUDirect readiness and the railscope agent.
+// topology, GPUs, GPU activity and energy, NVLink, GPUDirect readiness and the railscope agent.
 function(config)
   local lib = (import 'lib.libsonnet')(config);
   local sel = lib.sel, rate = lib.rate, t = lib.t;
@@ -413,6 +413,123 @@ function(config)
     lib.ts('GPU PCIe throughput', [
       t(railGpu(sel('railscope_gpu_pcie_throughput_bytes_per_second')), 'GPU {{gpu}} {{direction}}'),
     ], 'Bps', w=8),
+    lib.table('NVLink fabric health',
+              [
+                t(railGpu(sel('railscope_gpu_fabric_health') + ' == 1'), instant=true),
+                t(railGpu(sel('railscope_gpu_fabric_health_state') + ' == 1'), instant=true),
+              ],
+              w=12,
+              hide=['Time', 'instance', 'Value'],
+              merge=false,
+              desc='#A: the conditions the fabric health reports (degraded_bandwidth, route_recovery, route_unhealthy, '
+                   + 'access_timeout_recovery, incorrect_configuration); none listed is healthy. #B: the health summary '
+                   + '(healthy, unhealthy, limited_capacity). NVSwitch and multi-node NVLink systems whose driver reports it.'),
+    lib.timeline('NVLink-C2C links',
+                 [t(railGpu(sel('railscope_gpu_c2c_link_up')), 'GPU {{gpu}} C2C {{link}}')],
+                 lib.UPDOWN,
+                 w=12,
+                 desc='Grace-Blackwell: each NVLink-C2C link between a GPU and its Grace CPU, up or down. Empty on GPUs without C2C.'),
+  ];
+
+  // GPU activity from GPM (Hopper and later): each value covers the window between two
+  // scrapes (railscope_gpu_gpm_window_seconds), as DCGM's profiling fields do. Energy and the
+  // time the clocks were held down, from the driver's counters.
+  local clockEvent(reasons) =
+    'max by (instance, gpu) (' + railGpu(rate('railscope_gpu_clock_event_seconds_total', 'reason=~"' + reasons + '"')) + ')';
+  local migInfo = ' * on (instance, gpu, gpu_instance, compute_instance) group_left (profile, name, mig_uuid) '
+                  + sel('railscope_gpu_mig_device_info');
+  local activity = [
+    lib.row('GPU activity'),
+    lib.ts('SM active',
+           [t(railGpu(sel('railscope_gpu_sm_active_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8,
+           desc='Fraction of time an SM had at least one warp resident, over all SMs (GPM SM utilization; '
+                + "dcgm-exporter's DCGM_FI_PROF_SM_ACTIVE). Hopper and later GPUs; none where railscope_gpu_gpm_supported is 0."),
+    lib.ts('Tensor active',
+           [t(railGpu(sel('railscope_gpu_tensor_active_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8,
+           desc='Fraction of time any tensor core pipe was active (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE). '
+                + 'A training job well below its usual level waits on something else: data, the network, a slow rank.'),
+    lib.ts('DRAM active',
+           [t(railGpu(sel('railscope_gpu_dram_active_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8,
+           desc='Fraction of cycles the device memory interface was busy (DCGM_FI_PROF_DRAM_ACTIVE).'),
+    lib.ts('SM occupancy',
+           [t(railGpu(sel('railscope_gpu_sm_occupancy_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8,
+           desc='Resident warps over the maximum an SM can hold, averaged over all SMs (DCGM_FI_PROF_SM_OCCUPANCY).'),
+    lib.ts('Graphics engine active',
+           [t(railGpu(sel('railscope_gpu_graphics_active_ratio')), 'GPU {{gpu}}')],
+           'percentunit',
+           w=8,
+           desc='Fraction of time the graphics or compute engine was busy (DCGM_FI_PROF_GR_ENGINE_ACTIVE); '
+                + 'close to railscope_gpu_utilization_ratio, which counts any kernel running.'),
+    lib.ts('Pipe activity',
+           [t(railGpu(sel('railscope_gpu_pipe_active_ratio')), 'GPU {{gpu}} {{pipe}}')],
+           'percentunit',
+           w=8,
+           desc='Fraction of time each pipe was active: fp64, fp32, fp16, integer and the tensor pipes by type '
+                + '(DCGM_FI_PROF_PIPE_*_ACTIVE).'),
+    lib.ts('Power from the energy counter',
+           [t(railGpu(rate('railscope_gpu_energy_joules_total')), 'GPU {{gpu}}')],
+           'watt',
+           w=8,
+           desc="Mean power over the interval from the GPU's energy counter (railscope_gpu_energy_joules_total). "
+                + 'The agent reads the counter every 30 seconds, so short spikes are averaged out; '
+                + 'railscope_gpu_power_watts is the instantaneous draw.'),
+    lib.table('Energy used in the time range',
+              [
+                t(railGpu(rate('railscope_gpu_energy_joules_total', fn='increase', rng='$__range')), instant=true),
+                t(railGpu(rate('railscope_gpu_energy_joules_total', fn='increase', rng='$__range') + ' / 3600000'),
+                  instant=true),
+              ],
+              unit='joule',
+              w=8,
+              hide=['Time', 'instance'],
+              desc='Energy each GPU used over the dashboard time range: #A in joules, #B in kWh.')
+    + { panel+: { fieldConfig+: { overrides: [
+      { matcher: { id: 'byName', options: 'Value #B' }, properties: [{ id: 'unit', value: 'kwatth' }] },
+    ] } } },
+    lib.ts('Clock event time, by reason',
+           [
+             t(railGpu(rate('railscope_gpu_clock_event_seconds_total')), 'GPU {{gpu}} {{reason}}'),
+           ],
+           'percentunit',
+           w=8,
+           desc="Fraction of time each reason held the GPU's clocks down, from the driver's clock event counters. "
+                + 'sw_power_cap is routine under load; sustained thermal slowdown or power brake raise their alerts.'),
+    lib.ts('Thermal slowdown time',
+           [
+             t(clockEvent('sw_thermal_slowdown|hw_thermal_slowdown'), 'GPU {{gpu}}'),
+           ],
+           'percentunit',
+           w=12,
+           alertAt=th.gpuThermalSlowdownFraction,
+           desc='Fraction of time the clocks were held down for heat, the larger of software and hardware thermal '
+                + 'slowdown. The dashed line is where RailscopeGPUThermalSlowdown fires (over 5 minutes, for 10 minutes).'),
+    lib.ts('Power brake time',
+           [
+             t(clockEvent('hw_power_brake_slowdown'), 'GPU {{gpu}}'),
+           ],
+           'percentunit',
+           w=12,
+           alertAt=th.gpuPowerBrakeFraction,
+           desc='Fraction of time the power supplies or the power shelf held the clocks down with the external power '
+                + 'brake. The dashed line is where RailscopeGPUPowerBrake fires (over 5 minutes, for 10 minutes).'),
+    lib.table('MIG devices',
+              [
+                t(railGpu(sel('railscope_gpu_mig_memory_used_bytes') + migInfo), instant=true),
+                t(railGpu(sel('railscope_gpu_mig_memory_total_bytes') + migInfo), instant=true),
+              ],
+              unit='bytes',
+              w=24,
+              hide=['Time', 'instance'],
+              desc='One row per MIG device: its GPU and compute instance, profile and UUID; #A memory used, #B memory total. '
+                   + 'Empty where MIG is off or not supported.'),
   ];
 
   local nvlink = [
@@ -427,7 +544,8 @@ function(config)
     lib.ts('NVLink errors by GPU', [
       t('sum by (instance, gpu, type) (' + railGpu(rate('railscope_nvlink_errors_total')) + ')',
         'GPU {{gpu}} {{type}}'),
-    ], 'cps', w=8, desc='replay, recovery, crc_flit, crc_data per second.'),
+    ], 'cps', w=8, desc='replay, recovery, crc_flit, crc_data per second; on NVLink5 effective, symbol, malformed_packet, '
+                      + 'buffer_overrun, rcv, rcv_remote, rcv_general, local_link_integrity, xmit_discards.'),
     lib.table('NVLink error rate per link (top 20)', [
       t('topk(20, ' + railGpu(rate('railscope_nvlink_errors_total')) + ')', instant=true),
     ], w=8, hide=['Time', 'instance'], unit='cps', sort=['Value', true]),
@@ -438,6 +556,19 @@ function(config)
     lib.ts('NVLink data rate per link', [
       t(railGpu(rate('railscope_nvlink_data_bytes_total')), 'GPU {{gpu}} link {{link}} {{direction}}'),
     ], 'Bps', w=8),
+    lib.ts('NVLink5 link recoveries', [
+      t(railGpu(rate('railscope_nvlink_link_recovery_events_total', fn='increase')), 'GPU {{gpu}} link {{link}} {{result}}'),
+    ], 'short', w=12, desc='Increase per interval of NVLink5 link recoveries, by result: a failed one took the link down.'),
+    lib.ts('NVLink5 bit error rates',
+           [
+             t(railGpu(sel('railscope_nvlink_effective_ber')), 'GPU {{gpu}} link {{link}} effective'),
+             t(railGpu(sel('railscope_nvlink_symbol_ber')), 'GPU {{gpu}} link {{link}} symbol'),
+           ],
+           'sci',
+           w=12,
+           custom={ scaleDistribution: { type: 'log', log: 10 } },
+           desc='The bit error rates the driver computes for each NVLink5 link (Blackwell): effective after forward error '
+                + 'correction, symbol before it. A link whose symbol BER stands far above its siblings is losing margin.'),
     lib.table('NVLink remote ends and versions', [
       t(railGpu(sel('railscope_nvlink_remote_info')), instant=true),
       t(railGpu(sel('railscope_nvlink_version')), instant=true),
@@ -514,8 +645,8 @@ function(config)
     config.dashboardUIDs.node,
     'railscope / node',
     "One node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe, topology, "
-    + 'GPUs, NVLink, GPUDirect readiness, kernel-log events and the railscope agent.',
-    overview + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + nvlink + host + kernel + agent,
+    + 'GPUs, GPU activity and energy, NVLink, GPUDirect readiness, kernel-log events and the railscope agent.',
+    overview + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + activity + nvlink + host + kernel + agent,
     fleet=false,
     runbooks=lib.runbooks.node,
   )

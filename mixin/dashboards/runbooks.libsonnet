@@ -66,11 +66,18 @@
       'RailscopePCIeSlotPowerInsufficient',
     ],
     'GPU PCIe (NVML)': ['RailscopeGPUPCIeWidthDegraded'],
+    'NVLink fabric health': ['RailscopeGPUFabricUnhealthy', 'RailscopeGPUFabricDegraded'],
+    'NVLink-C2C links': ['RailscopeGPUC2CLinkDown'],
+    // GPU activity
+    'Clock event time, by reason': ['RailscopeGPUThrottling', 'RailscopeGPUThermalSlowdown', 'RailscopeGPUPowerBrake'],
+    'Thermal slowdown time': ['RailscopeGPUThermalSlowdown'],
+    'Power brake time': ['RailscopeGPUPowerBrake'],
     // NVLink
     'Active links per GPU': ['RailscopeNVLinkInactive'],
     'Inactive links (worst first)': ['RailscopeNVLinkInactive'],
     'NVLink errors by GPU': ['RailscopeNVLinkErrors'],
     'NVLink error rate per link (top 20)': ['RailscopeNVLinkErrors'],
+    'NVLink5 link recoveries': ['RailscopeNVLinkErrors'],
     // Host: GPUDirect readiness
     'Kernel modules': ['RailscopePeermemMissing'],
     IOMMU: ['RailscopeIOMMUTranslated'],

@@ -18,6 +18,8 @@
     // For the words of summaries and descriptions.
     railImbalancePercent: $.num(config.thresholds.railImbalanceRatio * 100),
     railBusyGBps: $.num(config.thresholds.railBusyBytesPerSecond / 1e9),
+    gpuThermalSlowdownPercent: $.num(config.thresholds.gpuThermalSlowdownFraction * 100),
+    gpuPowerBrakePercent: $.num(config.thresholds.gpuPowerBrakeFraction * 100),
   } + {
     [k]: $.num(config.thresholds[k])
     for k in std.objectFields(config.thresholds)
