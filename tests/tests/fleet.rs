@@ -248,6 +248,93 @@ enum Rules {
     Sharded,
 }
 
+/// What the fleet's GPUs report beyond the H100 fixture, healthy throughout, so that every
+/// dashboard panel has data: GPM activity, the clock-event counters, NVLink5 counters on
+/// every link and NVLink-C2C (Blackwell and Grace-Blackwell report these; the fleet is a test
+/// of the rules and dashboards, not a model of one machine), a fabric route recovery in
+/// progress on one GPU (transient: no alert), and on node 1 GPU 7 in MIG mode.
+fn healthy_telemetry(f: &mut Fixture, node: usize) {
+    use nvidia_ml_fake::fixture::{
+        C2c, C2cLink, FieldOverride, FieldType, Gpm, Memory, Mig, MigDevice, NvLink5,
+    };
+    for (g, gpu) in f.gpus.iter_mut().enumerate() {
+        let load = 80.0 + g as f64;
+        gpu.gpm = Some(Gpm {
+            metrics: [
+                (1, load + 10.0),
+                (2, load),
+                (3, 30.0),
+                (4, 2.0),
+                (5, load - 10.0),
+                (7, load - 10.0),
+                (10, 40.0),
+                (11, 0.0),
+                (12, 5.0),
+                (13, 1.0),
+                (20, 2000.0),
+                (21, 6000.0),
+                (60, 90_000.0),
+                (61, 90_000.0),
+            ]
+            .into_iter()
+            .collect(),
+        });
+        // Driver 550: the thermal and power-brake counters are ids 251-253.
+        for id in [74, 76, 251, 252, 253] {
+            gpu.fields.push(FieldOverride {
+                id,
+                scope: None,
+                value: 1_000_000.0,
+                value_type: FieldType::Ull,
+                error: None,
+            });
+        }
+        for link in &mut gpu.nvlinks {
+            link.nvlink5 = Some(NvLink5 {
+                effective_ber: 1e-15,
+                symbol_ber: 2e-9,
+                ..NvLink5::default()
+            });
+        }
+        gpu.c2c = Some(C2c {
+            links: vec![
+                C2cLink {
+                    active: true,
+                    max_bw_mbps: 44_712,
+                };
+                2
+            ],
+            ..C2c::default()
+        });
+    }
+    if let Some(fabric) = f.gpus[0].fabric.as_mut() {
+        // Route recovery TRUE, the other conditions FALSE.
+        fabric.health_mask = 0xA6;
+    }
+    if node == 1 {
+        let gpu = &mut f.gpus[7];
+        gpu.mig = Some(Mig {
+            current_mode: 1,
+            pending_mode: 1,
+            max_devices: 7,
+            devices: (0..2u32)
+                .map(|i| MigDevice {
+                    gpu_instance_id: 1 + i,
+                    compute_instance_id: 0,
+                    uuid: format!("MIG-4f1d7c2a-9b3e-5d60-8a21-00000000000{i}"),
+                    name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb".to_owned(),
+                    memory: Some(Memory {
+                        total: 42_412_802_048,
+                        reserved: 0,
+                        used: 1 << 30,
+                    }),
+                    gpm: None,
+                })
+                .collect(),
+        });
+    }
+}
+
 fn fleet(mode: Rules) {
     let _one = ONE_FLEET.lock().unwrap_or_else(|e| e.into_inner());
     tool("prometheus");
@@ -262,10 +349,10 @@ fn fleet(mode: Rules) {
         let root = dir.path().join(format!("n{i}"));
         copy_tree(&fixtures().join("h100-cx7-ndr-ib"), &root);
         let nvml = root.join("nvml.json");
-        Fixture::load(&workspace().join("tests/fake-nvml/fixtures/h100-sxm-8gpu.json"))
-            .unwrap()
-            .save(&nvml)
+        let mut f = Fixture::load(&workspace().join("tests/fake-nvml/fixtures/h100-sxm-8gpu.json"))
             .unwrap();
+        healthy_telemetry(&mut f, i);
+        f.save(&nvml).unwrap();
         let kmsg = root.join("kmsg");
         std::fs::write(&kmsg, "").unwrap();
         let port = free_port();

@@ -39,7 +39,7 @@ fn the_example_config_is_valid() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("9 inhibit rules"), "{text}");
+    assert!(text.contains("11 inhibit rules"), "{text}");
 }
 
 /// Sends one firing alert with these labels.
@@ -170,6 +170,26 @@ fn one_fault_is_one_notification() {
             ],
         );
     }
+    // n6: the clock-event counters name the cause of GPU 1's throttling; GPU 2's fabric is
+    // unhealthy, which says more than its degraded bandwidth.
+    for (name, gpu) in [
+        ("RailscopeGPUThermalSlowdown", "1"),
+        ("RailscopeGPUThrottling", "1"),
+        ("RailscopeGPUFabricUnhealthy", "2"),
+        ("RailscopeGPUFabricDegraded", "2"),
+    ] {
+        fire(
+            &amtool,
+            &url,
+            &[
+                ("alertname", name),
+                ("severity", &severity(name)),
+                ("instance", "n6"),
+                ("gpu", gpu),
+                ("job", "railscope"),
+            ],
+        );
+    }
     // n4: the agent is down; the alerts its stale series raised are hidden.
     fire(
         &amtool,
@@ -193,6 +213,8 @@ fn one_fault_is_one_notification() {
         ("RailscopeGPURecoveryActionRequired", "n3", "6"),
         ("RailscopeAgentDown", "n4", ""),
         ("RailscopePCIeWidthDegraded", "n5", "0"),
+        ("RailscopeGPUThermalSlowdown", "n6", "1"),
+        ("RailscopeGPUFabricUnhealthy", "n6", "2"),
     ]
     .iter()
     .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))

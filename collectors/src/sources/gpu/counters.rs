@@ -41,16 +41,49 @@ const CLOCK_EVENTS: [((u32, u32), &str); 5] = [
     ((253, 271), "hw_power_brake_slowdown"),
 ];
 
-/// The performance policies of `nvmlDeviceGetViolationStatus` and their `policy` label.
-const POLICIES: [(PerformancePolicy, &str); 8] = [
-    (PerformancePolicy::Power, "power"),
-    (PerformancePolicy::Thermal, "thermal"),
-    (PerformancePolicy::SyncBoost, "sync_boost"),
-    (PerformancePolicy::BoardLimit, "board_limit"),
-    (PerformancePolicy::LowUtilization, "low_utilization"),
-    (PerformancePolicy::Reliability, "reliability"),
-    (PerformancePolicy::TotalAppClocks, "total_app_clocks"),
-    (PerformancePolicy::TotalBaseClocks, "total_base_clocks"),
+/// The performance policies of `nvmlDeviceGetViolationStatus`, their `policy` label, and
+/// the name under which a policy the GPU does not support is remembered.
+const POLICIES: [(PerformancePolicy, &str, &str); 8] = [
+    (
+        PerformancePolicy::Power,
+        "power",
+        "nvmlDeviceGetViolationStatus(POWER)",
+    ),
+    (
+        PerformancePolicy::Thermal,
+        "thermal",
+        "nvmlDeviceGetViolationStatus(THERMAL)",
+    ),
+    (
+        PerformancePolicy::SyncBoost,
+        "sync_boost",
+        "nvmlDeviceGetViolationStatus(SYNC_BOOST)",
+    ),
+    (
+        PerformancePolicy::BoardLimit,
+        "board_limit",
+        "nvmlDeviceGetViolationStatus(BOARD_LIMIT)",
+    ),
+    (
+        PerformancePolicy::LowUtilization,
+        "low_utilization",
+        "nvmlDeviceGetViolationStatus(LOW_UTILIZATION)",
+    ),
+    (
+        PerformancePolicy::Reliability,
+        "reliability",
+        "nvmlDeviceGetViolationStatus(RELIABILITY)",
+    ),
+    (
+        PerformancePolicy::TotalAppClocks,
+        "total_app_clocks",
+        "nvmlDeviceGetViolationStatus(TOTAL_APP_CLOCKS)",
+    ),
+    (
+        PerformancePolicy::TotalBaseClocks,
+        "total_base_clocks",
+        "nvmlDeviceGetViolationStatus(TOTAL_BASE_CLOCKS)",
+    ),
 ];
 
 /// NVLink5 error counters (link in `scopeId`) and their `type` label.
@@ -92,10 +125,9 @@ pub(super) fn read(
 ) {
     if plan.energy {
         let failures_before = calls.failures.len();
-        let energy = calls.ok(
-            "nvmlDeviceGetTotalEnergyConsumption",
-            device.total_energy_consumption(),
-        );
+        let energy = unless_unsupported(kept, calls, "nvmlDeviceGetTotalEnergyConsumption", || {
+            device.total_energy_consumption()
+        });
         let clean = calls.failures.len() == failures_before && !calls.lost;
         kept.energy.set(energy, now, clean);
     }
@@ -104,14 +136,13 @@ pub(super) fn read(
     if plan.violations {
         let failures_before = calls.failures.len();
         let mut violations = Vec::with_capacity(POLICIES.len());
-        for (policy, name) in POLICIES {
+        for (policy, name, call) in POLICIES {
             if calls.lost {
                 break;
             }
-            if let Some(v) = calls.ok(
-                "nvmlDeviceGetViolationStatus",
-                device.violation_status(policy),
-            ) {
+            if let Some(v) =
+                unless_unsupported(kept, calls, call, || device.violation_status(policy))
+            {
                 violations.push((name, v.violation_time));
             }
         }

@@ -18,6 +18,12 @@
 //! direction) is read by a background sampler ([`sampler`]) and a scrape copies its last
 //! reading.
 //!
+//! Beyond health: energy, reserved memory, HBM temperature, encoder and decoder, the
+//! clock-event and violation counters, NVLink-C2C and the NVLink5 counters ([`counters`]);
+//! activity through GPM, per GPU and per MIG GPU instance ([`gpm`]); MIG mode and devices
+//! ([`mig`]); fabric clique, cluster and health. A call or field a GPU answers
+//! `NOT_SUPPORTED` is not asked again until the statics are read again.
+//!
 //! XID errors are counted per code from one NVML event set per GPU, each waited on by a
 //! thread of its own. Whether the set could be registered is exported per GPU: "no XIDs"
 //! and "cannot see XIDs" are different things. A registration that fails is logged once and
