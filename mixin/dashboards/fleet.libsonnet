@@ -73,10 +73,10 @@ function(config)
            desc='Over every GPU of the chosen nodes and rails that reports GPM (Hopper and later). '
                 + 'A 10th percentile far below the mean: some GPUs idle or starved while the others work.'),
     lib.ts('GPU power',
-           [t('sum(' + railGpu(rate('railscope_gpu_energy_joules_total')) + ')', 'GPUs of the chosen nodes')],
+           [t('sum(' + railGpu(rate('railscope_gpu_energy_joules_total', rng='5m')) + ')', 'GPUs of the chosen nodes')],
            'watt',
            w=8,
-           desc="Mean power of the chosen nodes' GPUs from their energy counters."),
+           desc="Mean power of the chosen nodes' GPUs over 5 minutes, from their energy counters (read every 60 s)."),
     lib.stat('GPU energy in the time range',
              [
                t('sum(' + railGpu(rate('railscope_gpu_energy_joules_total', fn='increase', rng='$__range')) + ') / 3600000',

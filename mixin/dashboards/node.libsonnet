@@ -475,11 +475,11 @@ function(config)
            desc='Fraction of time each pipe was active: fp64, fp32, fp16, integer and the tensor pipes by type '
                 + '(DCGM_FI_PROF_PIPE_*_ACTIVE).'),
     lib.ts('Power from the energy counter',
-           [t(railGpu(rate('railscope_gpu_energy_joules_total')), 'GPU {{gpu}}')],
+           [t(railGpu(rate('railscope_gpu_energy_joules_total', rng='5m')), 'GPU {{gpu}}')],
            'watt',
            w=8,
            desc="Mean power over the interval from the GPU's energy counter (railscope_gpu_energy_joules_total). "
-                + 'The agent reads the counter every 30 seconds, so short spikes are averaged out; '
+                + 'The agent reads the counter every 60 seconds (it costs milliseconds of CPU), so this is the mean over 5 minutes: spikes between scrapes count, unlike in a sampled gauge; '
                 + 'railscope_gpu_power_watts is the instantaneous draw.'),
     lib.table('Energy used in the time range',
               [

@@ -35,7 +35,7 @@ fn mib_per_second(v: f64) -> f64 {
 fn counter_families(gpus: &[Gpu]) -> Vec<Family> {
     let mut energy = Family::counter(
         "railscope_gpu_energy_joules",
-        "Energy the GPU used since the driver loaded (read every 30 s: the call costs milliseconds of CPU). rate() is watts; increase() over a job is its joules.",
+        "Energy the GPU used since the driver loaded (read every 60 s: the call costs milliseconds of CPU). rate() over 2 minutes or more is watts; increase() over a job is its joules.",
     );
     let mut reserved = Family::gauge(
         "railscope_gpu_memory_reserved_bytes",
@@ -59,7 +59,7 @@ fn counter_families(gpus: &[Gpu]) -> Vec<Family> {
     );
     let mut violations = Family::counter(
         "railscope_gpu_violation_seconds",
-        "Time the GPU was held below its target clocks, by performance policy (power, thermal, sync_boost, board_limit, low_utilization, reliability, total_app_clocks, total_base_clocks); read every 60 s.",
+        "Time the GPU was held below its target clocks, by performance policy (power, thermal, sync_boost, board_limit, low_utilization, reliability, total_app_clocks, total_base_clocks); read every 5 minutes.",
     );
     for gpu in gpus {
         let g = || gpu_labels(gpu);
