@@ -74,6 +74,11 @@ pub enum Origin {
         /// The function (`nvmlDeviceGetPowerUsage`).
         call: &'static str,
     },
+    /// A gRPC call (`PodResourcesLister/List` of the kubelet).
+    Grpc {
+        /// The service and method.
+        call: &'static str,
+    },
     /// A call into libibverbs.
     Verbs {
         /// The function (`ibv_get_device_list`).
@@ -124,6 +129,7 @@ impl fmt::Display for Origin {
             Origin::Ioctl { netdev, command } => write!(f, "ioctl {command} on {netdev}"),
             Origin::Nvml { call } => write!(f, "NVML {call}"),
             Origin::Verbs { call } => write!(f, "libibverbs {call}"),
+            Origin::Grpc { call } => write!(f, "gRPC {call}"),
             Origin::Device { source, device } => write!(f, "{source} device {device}"),
         }
     }

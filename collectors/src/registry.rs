@@ -150,6 +150,8 @@ registry! {
     Host => sources::host::HostSource,
     /// The `kmsg` source's snapshot.
     Kmsg => sources::kmsg::KmsgSource,
+    /// The `workload` source's snapshot.
+    Workload => sources::workload::WorkloadSource,
 }
 
 /// Why a source could not be built.

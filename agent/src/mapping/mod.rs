@@ -9,6 +9,7 @@ pub mod infiniband;
 pub mod kmsg;
 pub mod netdev;
 pub mod pci;
+pub mod workload;
 
 use railscope_collectors::SourceData;
 
@@ -41,6 +42,17 @@ pub fn families(
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
             Some(SourceData::Kmsg(snapshot)) => out.extend(kmsg::families(snapshot)),
+            Some(SourceData::Workload(snapshot)) => out.extend(workload::families(
+                snapshot,
+                collection.outcomes.iter().find_map(|o| match &o.data {
+                    Some(SourceData::Gpu(s)) => Some(s),
+                    _ => None,
+                }),
+                collection.outcomes.iter().find_map(|o| match &o.data {
+                    Some(SourceData::Infiniband(s)) => Some(s),
+                    _ => None,
+                }),
+            )),
             None => {}
         }
     }

@@ -15,3 +15,4 @@ pub mod kmsg;
 pub mod netdev;
 pub mod pci;
 pub mod topology;
+pub mod workload;

@@ -19,7 +19,10 @@ How a measurement becomes a table entry (MEASURED below says which profile key f
 function):
 
 * A function measured under several keys (nvmlDeviceGetPcieThroughput: TX and RX) gets the
-  mean. The deprecated and the current name of one NVML entry point share one measurement.
+  mean. The deprecated and the current name of one NVML entry point share one measurement
+  (nvmlDeviceGetComputeRunningProcesses, _v2 and _v3 all cost GetComputeRunningProcesses,
+  timed on an idle GPU; through nvml-wrapper a GPU with processes takes two calls, the
+  size query and the read, and each pays it).
 * nvmlGpmSampleGet and nvmlGpmMigSampleGet (a sample of one GPU instance, not measured
   on its own) cost load.gpm.sample_get_us, nvmlGpmMetricsGet load.gpm.metrics_get_us
   (GPM_MEASURED below).
@@ -65,6 +68,9 @@ OUT = CRATE / "src" / "costs" / "h200.rs"
 # Exported function -> the nvml-profile keys that measured it.
 MEASURED = {
     "nvmlDeviceGetClockInfo": ["GetClockInfo_SM"],
+    "nvmlDeviceGetComputeRunningProcesses": ["GetComputeRunningProcesses"],
+    "nvmlDeviceGetComputeRunningProcesses_v2": ["GetComputeRunningProcesses"],
+    "nvmlDeviceGetComputeRunningProcesses_v3": ["GetComputeRunningProcesses"],
     "nvmlDeviceGetCount": ["DeviceGetCount"],
     "nvmlDeviceGetCount_v2": ["DeviceGetCount"],
     "nvmlDeviceGetCurrPcieLinkGeneration": ["GetCurrPcieLinkGeneration"],
@@ -103,7 +109,6 @@ GPM_MEASURED = {
 
 # Timed profile keys the table does not use, and why.
 UNUSED = {
-    "GetComputeRunningProcesses": "not exported by the fake",
     "GetBAR1MemoryInfo": "not exported by the fake",
     "GetFieldValues_91": "FIELD_DEFAULT",
     "GetFieldValues_energy_power_10": "which ten ids it read is not recorded",

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nvml_wrapper_sys::bindings::*;
 
 use crate::fixture::{
-    C2c, Feature, FieldType, Fixture, Gpm, Gpu, Memory, NvLink, Pci, RemoteKind, encode_ber,
-    parse_bus_id, parse_cpulist, parse_uuid,
+    C2c, Feature, FieldType, Fixture, Gpm, Gpu, Memory, NvLink, Pci, Process, RemoteKind,
+    encode_ber, parse_bus_id, parse_cpulist, parse_uuid,
 };
 use crate::gpm::{self, Scope};
 use crate::state::{self, Device, Ret};
@@ -2167,6 +2167,159 @@ pub unsafe extern "C" fn nvmlDeviceGetViolationStatus(
 }
 
 // ---------------------------------------------------------------------------------------
+// Running processes
+//
+// `infoCount` in is the length of the caller's `infos` array, out the number of processes.
+// None: 0 and `SUCCESS` (nvml-wrapper's size query, a null buffer with count 0, then gets
+// an empty list in one call); more than fit: the number and `INSUFFICIENT_SIZE`; a null
+// buffer claimed to have room: `INVALID_ARGUMENT`. A GPU handle lists every process of
+// the GPU (in MIG mode too: the aggregate a privileged caller gets), a MIG device handle
+// those of its GPU instance and compute instance.
+
+/// The processes a device lists: a GPU all of its own, a MIG device those in its GPU
+/// instance and compute instance. The parent's `processes` feature faults apply to both.
+fn processes_of(d: Device<'_>) -> Result<Vec<&Process>, Ret> {
+    check(d.gpu(), Feature::Processes)?;
+    Ok(match d {
+        Device::Gpu(g) => g.processes.iter().collect(),
+        Device::Mig { parent, mig, .. } => {
+            parent.processes.iter().filter(|p| p.runs_in(mig)).collect()
+        }
+    })
+}
+
+/// `nvmlProcessInfo_t` (= `nvmlProcessInfo_v2_t`): absent values as the driver writes them.
+fn process_info(p: &Process) -> nvmlProcessInfo_t {
+    nvmlProcessInfo_t {
+        pid: p.pid,
+        usedGpuMemory: p.used_gpu_memory.unwrap_or(u64::MAX),
+        gpuInstanceId: p.gpu_instance_id.unwrap_or(Process::NO_INSTANCE),
+        computeInstanceId: p.compute_instance_id.unwrap_or(Process::NO_INSTANCE),
+    }
+}
+
+/// `nvmlProcessInfo_v1_t`, the layout of the unversioned call: pid and memory only.
+fn process_info_v1(p: &Process) -> nvmlProcessInfo_v1_t {
+    nvmlProcessInfo_v1_t {
+        pid: p.pid,
+        usedGpuMemory: p.used_gpu_memory.unwrap_or(u64::MAX),
+    }
+}
+
+/// Writes a process list NVML's way (see the section comment).
+///
+/// # Safety
+/// `count` is null or valid for a read and a write; `infos` is null or valid for `*count`
+/// writes.
+unsafe fn put_processes<T>(list: &[T], count: *mut c_uint, infos: *mut T) -> Result<(), Ret>
+where
+    T: Copy,
+{
+    if count.is_null() {
+        return Err(INVALID_ARGUMENT);
+    }
+    // SAFETY: non-null, valid per the contract.
+    let room = unsafe { count.read() } as usize;
+    let n = c_uint::try_from(list.len()).map_err(|_| UNKNOWN)?;
+    // SAFETY: as above.
+    unsafe { count.write(n) };
+    if list.is_empty() {
+        return Ok(());
+    }
+    if room < list.len() {
+        return Err(INSUFFICIENT_SIZE);
+    }
+    if infos.is_null() {
+        return Err(INVALID_ARGUMENT);
+    }
+    for (i, info) in list.iter().enumerate() {
+        // SAFETY: i < list.len() ≤ room = the caller's array length.
+        unsafe { infos.add(i).write(*info) };
+    }
+    Ok(())
+}
+
+/// One `nvmlDeviceGetComputeRunningProcesses*` (the export `call`), its entries made by
+/// `info`.
+///
+/// # Safety
+/// As [`put_processes`].
+unsafe fn compute_processes<T: Copy>(
+    call: &'static str,
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut T,
+    info: fn(&Process) -> T,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_device(call, device, |d, _| {
+            let list: Vec<T> = processes_of(d)?.into_iter().map(info).collect();
+            // SAFETY: per this function's contract.
+            unsafe { put_processes(&list, count, infos) }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int
+/// *infoCount, nvmlProcessInfo_t *infos)`: the fixture's `processes`. Also on a MIG device
+/// handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    let call = "nvmlDeviceGetComputeRunningProcesses_v3";
+    // SAFETY: NVML contract (module docs): `*count` entries.
+    unsafe { compute_processes(call, device, count, infos, process_info) }
+}
+
+/// `nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int
+/// *infoCount, nvmlProcessInfo_v2_t *infos)`: as `_v3` (the same layout).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v2(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_v2_t,
+) -> nvmlReturn_t {
+    let call = "nvmlDeviceGetComputeRunningProcesses_v2";
+    // SAFETY: NVML contract (module docs): `*count` entries.
+    unsafe { compute_processes(call, device, count, infos, process_info) }
+}
+
+/// `nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int
+/// *infoCount, nvmlProcessInfo_v1_t *infos)`: as `_v3` with pid and memory only.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_v1_t,
+) -> nvmlReturn_t {
+    let call = "nvmlDeviceGetComputeRunningProcesses";
+    // SAFETY: NVML contract (module docs): `*count` entries.
+    unsafe { compute_processes(call, device, count, infos, process_info_v1) }
+}
+
+/// `nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned
+/// int *infoCount, nvmlProcessInfo_t *infos)`: always an empty list (a compute node runs no
+/// graphics contexts), after the `processes` feature check. Also on a MIG device handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvmlProcessInfo_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        let call = "nvmlDeviceGetGraphicsRunningProcesses_v3";
+        state::with_device(call, device, |d, _| {
+            check(d.gpu(), Feature::Processes)?;
+            // SAFETY: NVML contract (module docs): `*count` entries.
+            unsafe { put_processes(&[], count, infos) }
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------
 // GPM (GPU Performance Monitoring)
 
 /// A GPU's GPM as the fixture has it now: `None` when absent or listed in `not_supported`;
@@ -2409,8 +2562,8 @@ pub unsafe extern "C" fn nvmlGpmMetricsGet(request: *mut nvmlGpmMetricsGet_t) ->
 // MIG device handles are addresses in a second private array (`state::mig_handle`), one
 // slot per MIG device UUID, so they are distinct from GPU handles, stable while the device
 // is in the fixture and stale (`INVALID_ARGUMENT`) once it has left. `nvmlDeviceGetName`,
-// `…GetUUID`, `…GetMemoryInfo{,_v2}` and the MIG calls below accept them; every other
-// export answers `INVALID_ARGUMENT` for one.
+// `…GetUUID`, `…GetMemoryInfo{,_v2}`, the running-process calls and the MIG calls below
+// accept them; every other export answers `INVALID_ARGUMENT` for one.
 
 /// `nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
 /// unsigned int *pendingMode)`.

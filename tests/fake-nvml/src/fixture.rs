@@ -261,6 +261,12 @@ pub struct Gpu {
     /// Absent: the fields answer `NOT_SUPPORTED`, the mode `isC2cEnabled` 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c2c: Option<C2c>,
+    /// Processes with a compute context on this GPU, in the order
+    /// `nvmlDeviceGetComputeRunningProcesses{,_v2,_v3}` lists them (a MIG device handle
+    /// lists those of its GPU instance and compute instance). Empty: an idle GPU, the
+    /// calls answer an empty list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<Process>,
     /// XID codes this GPU reports, each delivered once to every event set registered for
     /// `nvmlEventTypeXidCriticalError` on this GPU (in list order; an event is known by
     /// its position, so a fixture that appends delivers only the new ones).
@@ -350,6 +356,9 @@ pub enum Feature {
     Mig,
     /// C2C fields 170–172 and 231–234, `nvmlDeviceGetC2cModeInfoV`.
     C2c,
+    /// `nvmlDeviceGetComputeRunningProcesses{,_v2,_v3}`,
+    /// `nvmlDeviceGetGraphicsRunningProcesses_v3`.
+    Processes,
 }
 
 impl fmt::Display for Feature {
@@ -740,6 +749,88 @@ pub struct MigDevice {
     pub gpm: Option<Gpm>,
 }
 
+/// One process with a compute context on a GPU (`nvmlProcessInfo_t`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    /// `pid`, in the host's PID namespace (as the driver reports it). Not 0.
+    pub pid: u32,
+    /// `usedGpuMemory`, bytes. Absent: `NVML_VALUE_NOT_AVAILABLE` (`u64::MAX`), what the
+    /// driver writes when it cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_gpu_memory: Option<u64>,
+    /// `gpuInstanceId`: the MIG GPU instance the context is in. Absent: `0xFFFFFFFF`, as on
+    /// a GPU not in MIG mode. Required when the GPU is in MIG mode (`mig.current_mode` 1),
+    /// with `compute_instance_id`, the pair naming one of `mig.devices`; not allowed when
+    /// it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
+    /// `computeInstanceId`: the compute instance within that GPU instance; absent:
+    /// `0xFFFFFFFF`. Present exactly when `gpu_instance_id` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_instance_id: Option<u32>,
+}
+
+impl Process {
+    /// `gpuInstanceId` / `computeInstanceId` for "none" (`nvml-wrapper` reads it as `None`).
+    pub const NO_INSTANCE: u32 = 0xFFFF_FFFF;
+
+    /// Checks a GPU's process list against its MIG state: pids not 0, no (pid, instance)
+    /// twice; in MIG mode both instance ids, naming one of `mig.devices`; out of it, none.
+    fn validate_list(processes: &[Self], mig: Option<&Mig>) -> Result<(), String> {
+        let mig_on = mig.filter(|m| m.current_mode == 1);
+        for (i, p) in processes.iter().enumerate() {
+            let at = |e: String| format!("processes[{i}].{e}");
+            if p.pid == 0 {
+                return Err(at("pid: 0 is not a process".into()));
+            }
+            let key = |q: &Self| (q.pid, q.gpu_instance_id, q.compute_instance_id);
+            if processes[..i].iter().any(|q| key(q) == key(p)) {
+                return Err(at(format!("pid: {} is listed twice", p.pid)));
+            }
+            let Some(m) = mig_on else {
+                if let Some(gi) = p.gpu_instance_id {
+                    return Err(at(format!(
+                        "gpu_instance_id: {gi} on a GPU not in MIG mode"
+                    )));
+                }
+                if let Some(ci) = p.compute_instance_id {
+                    return Err(at(format!(
+                        "compute_instance_id: {ci} on a GPU not in MIG mode"
+                    )));
+                }
+                continue;
+            };
+            let (Some(gi), Some(ci)) = (p.gpu_instance_id, p.compute_instance_id) else {
+                return Err(at(
+                    "gpu_instance_id, compute_instance_id: both required while the GPU is in \
+                     MIG mode"
+                        .into(),
+                ));
+            };
+            if !m.devices.iter().any(|d| d.gpu_instance_id == gi) {
+                return Err(at(format!(
+                    "gpu_instance_id: {gi} is no GPU instance of mig.devices"
+                )));
+            }
+            if !m.devices.iter().any(|d| p.runs_in(d)) {
+                return Err(at(format!(
+                    "compute_instance_id: GPU instance {gi} has no compute instance {ci} in \
+                     mig.devices"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether this process runs in MIG device `d` (its GPU instance and compute
+    /// instance).
+    pub fn runs_in(&self, d: &MigDevice) -> bool {
+        self.gpu_instance_id == Some(d.gpu_instance_id)
+            && self.compute_instance_id == Some(d.compute_instance_id)
+    }
+}
+
 /// NVLink-C2C between a Blackwell GPU and its Grace CPU.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1119,6 +1210,8 @@ impl Fixture {
             if let Some(c2c) = &gpu.c2c {
                 c2c.validate().map_err(|e| format!("gpus[{i}].c2c.{e}"))?;
             }
+            Process::validate_list(&gpu.processes, gpu.mig.as_ref())
+                .map_err(|e| format!("gpus[{i}].{e}"))?;
         }
         Ok(())
     }
@@ -1548,6 +1641,63 @@ mod tests {
             r#", "nvlinks": [{"active": true, "version": 5, "nvlink5": {"symbol_ber": 16}}]"#;
         assert!(err(bad_ber).starts_with("gpus[0].nvlinks[0].nvlink5: symbol_ber"));
         assert!(err(r#", "c2c": {"power_state": 2}"#).contains("power_state"));
+    }
+
+    #[test]
+    fn processes_must_fit_the_gpus_mig_state() {
+        let err = |extra: &str| one_gpu(extra).unwrap_err();
+        let plain = one_gpu(
+            r#", "processes": [{"pid": 4242, "used_gpu_memory": 1073741824}, {"pid": 4243}]"#,
+        )
+        .unwrap();
+        let p = &plain.gpus[0].processes;
+        assert_eq!((p[0].pid, p[0].used_gpu_memory), (4242, Some(1 << 30)));
+        assert_eq!((p[1].used_gpu_memory, p[1].gpu_instance_id), (None, None));
+        assert!(err(r#", "processes": [{"pid": 1, "memory": 5}]"#).contains("memory"));
+        assert!(err(r#", "processes": [{"pid": 0}]"#).starts_with("gpus[0].processes[0].pid"));
+        let twice = err(r#", "processes": [{"pid": 7}, {"pid": 7, "used_gpu_memory": 1}]"#);
+        assert!(
+            twice.contains("processes[1].pid: 7 is listed twice"),
+            "{twice}"
+        );
+        // Instance ids only in MIG mode.
+        let e =
+            err(r#", "processes": [{"pid": 7, "gpu_instance_id": 7, "compute_instance_id": 0}]"#);
+        assert!(
+            e.contains("gpu_instance_id: 7 on a GPU not in MIG mode"),
+            "{e}"
+        );
+        let e = err(r#", "processes": [{"pid": 7, "compute_instance_id": 0}]"#);
+        assert!(e.contains("compute_instance_id"), "{e}");
+
+        let on_mig = |processes: &str| {
+            one_gpu(&format!(
+                r#", "mig": {{"current_mode": 1, "pending_mode": 1, "max_devices": 7,
+                    "devices": [{MIG_DEVICE}]}}, "processes": [{processes}]"#
+            ))
+        };
+        let ok = on_mig(r#"{"pid": 7, "gpu_instance_id": 7, "compute_instance_id": 0}"#).unwrap();
+        assert!(ok.gpus[0].processes[0].runs_in(&ok.gpus[0].mig.as_ref().unwrap().devices[0]));
+        assert!(
+            on_mig(r#"{"pid": 7}"#)
+                .unwrap_err()
+                .contains("both required")
+        );
+        let e =
+            on_mig(r#"{"pid": 7, "gpu_instance_id": 8, "compute_instance_id": 0}"#).unwrap_err();
+        assert!(e.contains("8 is no GPU instance of mig.devices"), "{e}");
+        let e =
+            on_mig(r#"{"pid": 7, "gpu_instance_id": 7, "compute_instance_id": 1}"#).unwrap_err();
+        assert!(
+            e.contains("GPU instance 7 has no compute instance 1"),
+            "{e}"
+        );
+        // MIG off (mode 0): as on a GPU without MIG.
+        let off = one_gpu(
+            r#", "mig": {"current_mode": 0, "pending_mode": 1, "max_devices": 7},
+               "processes": [{"pid": 7, "gpu_instance_id": 7, "compute_instance_id": 0}]"#,
+        );
+        assert!(off.unwrap_err().contains("not in MIG mode"));
     }
 
     #[test]

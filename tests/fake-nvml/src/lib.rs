@@ -23,8 +23,9 @@
 //!
 //! Beyond identity, utilization, memory, power, clocks, ECC, PCIe, fabric, NVLink, field
 //! values and XID events, a fixture can give a GPU encoder and decoder utilization,
-//! violation status per policy, GPM metrics, MIG devices, NVLink-C2C (fields and mode) and
-//! NVLink5 counters (fields 206–215, 219–222 per link, BER encoded as NVML does).
+//! violation status per policy, GPM metrics, MIG devices, NVLink-C2C (fields and mode),
+//! NVLink5 counters (fields 206–215, 219–222 per link, BER encoded as NVML does) and the
+//! processes running on it (`nvmlDeviceGetComputeRunningProcesses*`).
 //!
 //! Faults per GPU: `lost` (every call on it answers `NVML_ERROR_GPU_IS_LOST`), `hang_ms`
 //! (every call on it sleeps first, without holding up calls on other GPUs),
@@ -62,7 +63,9 @@
 //! index), stale (`INVALID_ARGUMENT`) once it has left. MIG handles are answered by
 //! `nvmlDeviceGetName`, `…GetUUID`, `…GetMemoryInfo{,_v2}`, `…IsMigDeviceHandle`,
 //! `…GetDeviceHandleFromMigDeviceHandle`, `…GetGpuInstanceId` and `…GetComputeInstanceId`
-//! (the last two answer `INVALID_ARGUMENT` on a GPU handle); every other export answers
+//! (the last two answer `INVALID_ARGUMENT` on a GPU handle), and by
+//! `…GetComputeRunningProcesses{,_v2,_v3}` (the processes of that MIG device's GPU instance
+//! and compute instance) and `…GetGraphicsRunningProcesses_v3`; every other export answers
 //! `INVALID_ARGUMENT` for one. A MIG device hangs and is lost with its parent GPU.
 //!
 //! # One process, several fixtures
@@ -210,6 +213,10 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetComputeInstanceId",
     "nvmlDeviceGetC2cModeInfoV",
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
     "railscopeFakeNvmlSetFixture",
 ];
 

@@ -25,11 +25,14 @@ use libloading::{Library, Symbol};
 use nvml_wrapper_sys::bindings::{
     NVML_GPM_METRICS_GET_VERSION, NVML_GPM_SUPPORT_VERSION, nvmlC2cModeInfo_v1_t, nvmlDevice_t,
     nvmlFieldValue_t, nvmlGpmMetricsGet_t, nvmlGpmSample_t, nvmlGpmSupport_t, nvmlMemory_t,
-    nvmlPciInfo_t, nvmlUtilization_t, nvmlViolationTime_t,
+    nvmlPciInfo_t, nvmlProcessInfo_t, nvmlUtilization_t, nvmlViolationTime_t,
 };
 use serde_json::{Value, json};
 
 const FIXTURE: &str = "h200-matrix.json";
+
+/// `NVML_ERROR_INSUFFICIENT_SIZE`: a process list's size query when there are processes.
+const INSUFFICIENT_SIZE: u32 = 7;
 
 /// How a checked call is made and its answer put in the matrix's form.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +61,11 @@ enum Shape {
     C2cMode,
     /// `(device, nvmlDevice_t *)`: a handle, which the matrix only has as an error.
     Handle,
+    /// `(device, unsigned int *infoCount, nvmlProcessInfo_t *)`: asked for the count with
+    /// a null buffer, then read; a list of `{pid, usedGpuMemory, gpuInstanceId,
+    /// computeInstanceId}` (`usedGpuMemory` null when not available, as nvidia-ml-py has
+    /// it).
+    Processes,
 }
 
 /// The matrix's calls that are checked, and how.
@@ -65,6 +73,9 @@ const CHECKED: &[(&str, Shape)] = &[
     ("nvmlDeviceGetC2cModeInfoV", Shape::C2cMode),
     ("nvmlDeviceGetC2cModeInfoV1", Shape::C2cMode),
     ("nvmlDeviceGetComputeInstanceId", Shape::U32),
+    ("nvmlDeviceGetComputeRunningProcesses", Shape::Processes),
+    ("nvmlDeviceGetComputeRunningProcesses_v2", Shape::Processes),
+    ("nvmlDeviceGetComputeRunningProcesses_v3", Shape::Processes),
     ("nvmlDeviceGetCurrPcieLinkGeneration", Shape::U32),
     ("nvmlDeviceGetCurrPcieLinkWidth", Shape::U32),
     ("nvmlDeviceGetCurrentClocksEventReasons", Shape::U64),
@@ -80,6 +91,8 @@ const CHECKED: &[(&str, Shape)] = &[
     ("nvmlDeviceGetEnforcedPowerLimit", Shape::U32),
     ("nvmlDeviceGetGpuInstanceId", Shape::U32),
     ("nvmlDeviceGetGpuMaxPcieLinkGeneration", Shape::U32),
+    ("nvmlDeviceGetGraphicsRunningProcesses", Shape::Processes),
+    ("nvmlDeviceGetGraphicsRunningProcesses_v3", Shape::Processes),
     ("nvmlDeviceGetIndex", Shape::U32),
     ("nvmlDeviceGetMaxMigDeviceCount", Shape::U32),
     ("nvmlDeviceGetMaxPcieLinkGeneration", Shape::U32),
@@ -147,9 +160,6 @@ const NOT_CHECKED: &[(&str, Why)] = &[
     ("nvmlDeviceGetBusType", NotExported),
     ("nvmlDeviceGetClkMonStatus", NotExported),
     ("nvmlDeviceGetComputeMode", NotExported),
-    ("nvmlDeviceGetComputeRunningProcesses", Processes),
-    ("nvmlDeviceGetComputeRunningProcesses_v2", Processes),
-    ("nvmlDeviceGetComputeRunningProcesses_v3", Processes),
     ("nvmlDeviceGetConfComputeGpuCertificate", NotExported),
     ("nvmlDeviceGetConfComputeMemSizeInfo", NotExported),
     ("nvmlDeviceGetConfComputeProtectedMemoryUsage", NotExported),
@@ -177,9 +187,7 @@ const NOT_CHECKED: &[(&str, Why)] = &[
     ("nvmlDeviceGetGpcClkMinMaxVfOffset", NotExported),
     ("nvmlDeviceGetGpcClkVfOffset", NotExported),
     ("nvmlDeviceGetGpuOperationMode", NotExported),
-    ("nvmlDeviceGetGraphicsRunningProcesses", Processes),
     ("nvmlDeviceGetGraphicsRunningProcesses_v2", Processes),
-    ("nvmlDeviceGetGraphicsRunningProcesses_v3", Processes),
     ("nvmlDeviceGetGridLicensableFeatures", Vgpu),
     ("nvmlDeviceGetGridLicensableFeatures_v4", Vgpu),
     ("nvmlDeviceGetGspFirmwareMode", NotExported),
@@ -497,6 +505,40 @@ impl Raw {
                     let mut h: nvmlDevice_t = std::ptr::null_mut();
                     let rc = self.sym::<Out<nvmlDevice_t>>(function)(d, &mut h);
                     ok(rc, json!("a device handle"))
+                }
+                Shape::Processes => {
+                    type F = unsafe extern "C" fn(
+                        nvmlDevice_t,
+                        *mut c_uint,
+                        *mut nvmlProcessInfo_t,
+                    ) -> u32;
+                    let f = self.sym::<F>(function);
+                    let mut count: c_uint = 0;
+                    let rc = f(d, &mut count, std::ptr::null_mut());
+                    if rc != 0 && rc != INSUFFICIENT_SIZE {
+                        return Err(rc);
+                    }
+                    let mut infos: Vec<nvmlProcessInfo_t> =
+                        vec![std::mem::zeroed(); count as usize];
+                    let rc = if count == 0 {
+                        rc
+                    } else {
+                        f(d, &mut count, infos.as_mut_ptr())
+                    };
+                    infos.truncate(count as usize);
+                    let list: Vec<Value> = infos
+                        .iter()
+                        .map(|p| {
+                            let memory = (p.usedGpuMemory != u64::MAX).then_some(p.usedGpuMemory);
+                            json!({
+                                "pid": p.pid,
+                                "usedGpuMemory": memory,
+                                "gpuInstanceId": p.gpuInstanceId,
+                                "computeInstanceId": p.computeInstanceId,
+                            })
+                        })
+                        .collect();
+                    ok(rc, json!(list))
                 }
             }
         }

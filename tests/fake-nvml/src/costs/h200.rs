@@ -15,13 +15,19 @@ pub(crate) const DEFAULT: Cost = Cost::ns(2_339, 2_335);
 
 /// Every NVML function the fake exports, sorted by name (`binary_search` relies on it).
 #[rustfmt::skip]
-pub(crate) const CALLS: [(&str, Cost); 89] = [
+pub(crate) const CALLS: [(&str, Cost); 93] = [
     // not measured: DEFAULT
     ("nvmlDeviceGetC2cModeInfoV", Cost::ns(2_339, 2_335)),
     // GetClockInfo_SM
     ("nvmlDeviceGetClockInfo", Cost::ns(2_339, 2_335)),
     // not measured: DEFAULT
     ("nvmlDeviceGetComputeInstanceId", Cost::ns(2_339, 2_335)),
+    // GetComputeRunningProcesses
+    ("nvmlDeviceGetComputeRunningProcesses", Cost::ns(11_143, 11_154)),
+    // GetComputeRunningProcesses
+    ("nvmlDeviceGetComputeRunningProcesses_v2", Cost::ns(11_143, 11_154)),
+    // GetComputeRunningProcesses
+    ("nvmlDeviceGetComputeRunningProcesses_v3", Cost::ns(11_143, 11_154)),
     // DeviceGetCount
     ("nvmlDeviceGetCount", Cost::ns(1_764, 1_770)),
     // DeviceGetCount
@@ -58,6 +64,8 @@ pub(crate) const CALLS: [(&str, Cost); 89] = [
     ("nvmlDeviceGetGpuInstanceId", Cost::ns(2_339, 2_335)),
     // not measured: DEFAULT
     ("nvmlDeviceGetGpuMaxPcieLinkGeneration", Cost::ns(2_339, 2_335)),
+    // not measured: DEFAULT
+    ("nvmlDeviceGetGraphicsRunningProcesses_v3", Cost::ns(2_339, 2_335)),
     // GetHandleByIndex
     ("nvmlDeviceGetHandleByIndex", Cost::ns(1_983, 1_986)),
     // GetHandleByIndex

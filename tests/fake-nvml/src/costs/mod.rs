@@ -356,6 +356,15 @@ mod tests {
         }
         let replay = h200("nvmlDeviceGetPcieReplayCounter").unwrap_or_default();
         assert!((0.2..0.25).contains(&ms(replay.cpu)), "{replay:?}");
+        for name in [
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetComputeRunningProcesses_v2",
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+        ] {
+            let processes = h200(name).unwrap_or_default();
+            let us = processes.wall.as_secs_f64() * 1e6;
+            assert!((11.0..11.3).contains(&us), "{name}: {processes:?}");
+        }
         let cheap = h200("nvmlDeviceGetTemperature").unwrap_or_default();
         assert!(cheap.cpu < Duration::from_micros(30), "{cheap:?}");
         // 0.8 ms of CPU per policy.

@@ -1,0 +1,161 @@
+//! Maps the `workload` source's snapshot to `railscope_workload_*`: one info series per
+//! device a container holds, with the device resolved against the same collection's GPUs
+//! (GPU and MIG UUIDs to the `gpu` index and GPU instance) and RDMA devices (a VF's PCI
+//! address to its RDMA device), so that an alert on a device joins to the pod on it.
+
+use railscope_collectors::sources::gpu;
+use railscope_collectors::sources::infiniband;
+use railscope_collectors::sources::workload::{Assignment, Snapshot};
+
+use crate::exposition::Family;
+
+/// What a device id resolves to on this node.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Resolved {
+    gpu: String,
+    gpu_instance: String,
+    pci_address: String,
+    rdma_device: String,
+}
+
+/// A PCI address as the SR-IOV device plugin writes it (`0000:3b:02.1`), in sysfs form.
+fn pci_address(id: &str) -> Option<String> {
+    let (domain, rest) = id.split_once(':')?;
+    let (bus, devfn) = rest.split_once(':')?;
+    let (dev, func) = devfn.split_once('.')?;
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    (matches!(domain.len(), 4..=8)
+        && domain.bytes().all(|b| b.is_ascii_hexdigit())
+        && hex(bus, 2)
+        && hex(dev, 2)
+        && func.len() == 1
+        && func.as_bytes()[0].is_ascii_digit())
+    .then(|| {
+        let domain = u32::from_str_radix(domain, 16).unwrap_or(0);
+        format!("{domain:04x}:{}", rest.to_ascii_lowercase())
+    })
+}
+
+fn resolve(
+    a: &Assignment,
+    gpus: Option<&gpu::Snapshot>,
+    rdma: Option<&infiniband::Snapshot>,
+) -> Resolved {
+    let mut r = Resolved::default();
+    let id = a.device_id.as_str();
+    if id.starts_with("GPU-") {
+        // Time-slicing and MPS hand out replicas as `GPU-…::N`.
+        let uuid = id.split("::").next().unwrap_or(id);
+        if let Some(g) = gpus
+            .into_iter()
+            .flat_map(|s| &s.gpus)
+            .find(|g| g.identity.uuid.as_deref() == Some(uuid))
+        {
+            r.gpu = g.index.to_string();
+        }
+    } else if id.starts_with("MIG-") {
+        let uuid = id.split("::").next().unwrap_or(id);
+        for g in gpus.into_iter().flat_map(|s| &s.gpus) {
+            if let Some(d) = g
+                .mig
+                .iter()
+                .flat_map(|m| &m.devices)
+                .find(|d| d.uuid.as_deref() == Some(uuid))
+            {
+                r.gpu = g.index.to_string();
+                r.gpu_instance = d.gpu_instance.to_string();
+            }
+        }
+    } else if let Some(pci) = pci_address(id) {
+        if let Some(d) = rdma
+            .into_iter()
+            .flat_map(|s| &s.devices)
+            .find(|d| d.pci_address.as_deref() == Some(pci.as_str()))
+        {
+            r.rdma_device = d.name.clone();
+        }
+        r.pci_address = pci;
+    }
+    r
+}
+
+/// The `workload` source's families.
+pub(crate) fn families(
+    snapshot: &Snapshot,
+    gpus: Option<&gpu::Snapshot>,
+    rdma: Option<&infiniband::Snapshot>,
+) -> Vec<Family> {
+    let Some(kubelet) = &snapshot.kubelet else {
+        return Vec::new();
+    };
+    let mut up = Family::gauge(
+        "railscope_workload_kubelet_up",
+        "1 when the kubelet's PodResources API answered in this collection.",
+    );
+    up.push_unlabelled(snapshot.kubelet_up);
+    let mut pods = Family::gauge(
+        "railscope_workload_kubelet_pods",
+        "Pods the kubelet listed in this collection, with devices or not.",
+    );
+    let mut allocatable = Family::gauge(
+        "railscope_workload_allocatable_devices",
+        "Devices the kubelet can allocate, by resource (GetAllocatableResources, asked every minute): fewer than the node has means a device plugin lost or marked unhealthy a device.",
+    );
+    let mut info = Family::info(
+        "railscope_workload_device",
+        "One per device a container holds, from the kubelet: the pod, the resource and the device id, with the device resolved on this node (gpu and gpu_instance for GPU and MIG UUIDs, pci_address and rdma_device for an SR-IOV VF). Join on (instance, gpu) or (instance, rdma_device).",
+    );
+    if snapshot.kubelet_up {
+        pods.push_unlabelled(kubelet.pods as u64);
+        for (resource, n) in &kubelet.allocatable {
+            allocatable.push([("resource", resource.clone())], *n as u64);
+        }
+    }
+    info.reserve(kubelet.assignments.len());
+    for a in &kubelet.assignments {
+        let r = resolve(a, gpus, rdma);
+        let (claim_namespace, claim) = a.claim.clone().unwrap_or_default();
+        info.push(
+            [
+                ("namespace", a.namespace.clone()),
+                ("pod", a.pod.clone()),
+                ("container", a.container.clone()),
+                ("resource", a.resource.clone()),
+                ("device_id", a.device_id.clone()),
+                ("claim_namespace", claim_namespace),
+                ("claim", claim),
+                ("gpu", r.gpu),
+                ("gpu_instance", r.gpu_instance),
+                ("pci_address", r.pci_address),
+                ("rdma_device", r.rdma_device),
+            ],
+            1u64,
+        );
+    }
+    vec![up, pods, allocatable, info]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vf_pci_addresses_are_recognised_in_sysfs_form() {
+        assert_eq!(pci_address("0000:3b:02.1").as_deref(), Some("0000:3b:02.1"));
+        assert_eq!(pci_address("0000:AF:00.7").as_deref(), Some("0000:af:00.7"));
+        assert_eq!(
+            pci_address("00000000:3b:02.1").as_deref(),
+            Some("0000:3b:02.1")
+        );
+        for not in [
+            "GPU-1",
+            "0",
+            "hca_shared_0",
+            "0000:3b:02",
+            "0000:3b:2.1",
+            "zz00:3b:02.1",
+        ] {
+            assert_eq!(pci_address(not), None, "{not}");
+        }
+    }
+}

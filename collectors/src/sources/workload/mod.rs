@@ -1,0 +1,149 @@
+//! The `workload` source: which workload holds which GPU and RDMA device, so that an alert
+//! on a device can name the job on it ("whose job is that?").
+//!
+//! From the kubelet's PodResources API (v1, `List` and `GetAllocatableResources` over the
+//! unix socket `/var/lib/kubelet/pod-resources/kubelet.sock`, [`kubelet`]): every device a
+//! device plugin or a DRA driver gave a container, by namespace, pod and container. Exported
+//! as info series to join on, never as labels on the device's own series: a pod label on
+//! every counter would multiply the fleet's series every time a job restarts.
+//!
+//! A node without the socket (no Kubernetes) reports the source absent, and the socket is
+//! looked for again at every collection, so a kubelet that starts later is picked up without
+//! a restart. A kubelet that is slow, restarting or gone costs this source only: every call
+//! is bounded by the collection's deadline.
+
+pub mod kubelet;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{CollectError, ErrorKind, Origin};
+use crate::fs::DEFAULT_SYSFS;
+use crate::run::Run;
+use crate::source::{Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec};
+
+/// The registry entry of this source.
+pub const SPEC: Spec = Spec {
+    name: "workload",
+    help: "Which Kubernetes pod and container holds which GPU, MIG device and RDMA device, from the kubelet's PodResources API.",
+    default_enabled: true,
+    options: &[OptionSpec {
+        name: "kubelet-socket",
+        help: "The kubelet's PodResources socket (default /var/lib/kubelet/pod-resources/kubelet.sock where --path.sysfs is /sys, none otherwise); looked for again at every collection, so a kubelet that starts later is picked up",
+        kind: OptionKind::Path,
+    }],
+};
+
+/// Where the kubelet serves the PodResources API.
+pub const DEFAULT_KUBELET_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
+
+/// What one device assignment is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Assignment {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod.
+    pub pod: String,
+    /// The container.
+    pub container: String,
+    /// The extended resource (`nvidia.com/gpu`, `nvidia.com/mig-1g.10gb`,
+    /// `rdma/hca_shared_devices_a`, `nvidia.com/sriov_rdma_vf`), or for a DRA claim the
+    /// driver (`gpu.nvidia.com`).
+    pub resource: String,
+    /// The device id the plugin gave (a GPU or MIG UUID, `GPU-…::2` with time-slicing, a PCI
+    /// address for an SR-IOV VF), or for a DRA claim the device name in its pool.
+    pub device_id: String,
+    /// For a DRA claim: the claim's namespace and name.
+    pub claim: Option<(String, String)>,
+}
+
+/// What the kubelet said in one collection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Kubelet {
+    /// Every device of every container, sorted.
+    pub assignments: Vec<Assignment>,
+    /// Pods the kubelet listed (with devices or not).
+    pub pods: usize,
+    /// Devices the kubelet can allocate, by resource (`GetAllocatableResources`, asked
+    /// every [`kubelet::ALLOCATABLE_EVERY`]).
+    pub allocatable: Vec<(String, usize)>,
+}
+
+/// What the `workload` source read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The kubelet's view; `None` when there is no kubelet socket.
+    pub kubelet: Option<Kubelet>,
+    /// Whether the kubelet answered in this collection (`false`: its socket exists but the
+    /// call failed or timed out).
+    pub kubelet_up: bool,
+}
+
+/// Reads workloads.
+#[derive(Debug)]
+pub struct WorkloadSource {
+    /// `None` when there is no socket to ask (a fixture tree without one given).
+    kubelet: Option<kubelet::Client>,
+}
+
+impl Source for WorkloadSource {
+    type Data = Snapshot;
+    const SPEC: Spec = SPEC;
+
+    fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
+        // The host's kubelet is asked only when the agent reads the host's /sys: an agent
+        // pointed at a fixture tree asks only a socket it is given.
+        let socket = match from.options.get("kubelet-socket").filter(|s| !s.is_empty()) {
+            Some(s) => Some(PathBuf::from(s)),
+            None if from.roots.sysfs == Path::new(DEFAULT_SYSFS) => {
+                Some(PathBuf::from(DEFAULT_KUBELET_SOCKET))
+            }
+            None => None,
+        };
+        let kubelet = match socket {
+            Some(socket) => Some(kubelet::Client::new(socket).map_err(|e| SourceBuildError {
+                option: "kubelet-socket".to_owned(),
+                reason: e.to_string(),
+            })?),
+            None => None,
+        };
+        Ok(WorkloadSource { kubelet })
+    }
+
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        let Some(kubelet) = &self.kubelet else {
+            return Report::absent(
+                Snapshot::default(),
+                "no kubelet socket to ask (--collector.workload.kubelet-socket)",
+            );
+        };
+        if !kubelet.socket_exists() {
+            return Report::absent(
+                Snapshot::default(),
+                format!(
+                    "no kubelet PodResources socket at {}",
+                    kubelet.socket().display()
+                ),
+            );
+        }
+        match kubelet.read(run.deadline()) {
+            Ok(view) => Report::new(
+                Snapshot {
+                    kubelet: Some(view),
+                    kubelet_up: true,
+                },
+                Vec::new(),
+            ),
+            Err((call, kind, detail)) => Report::new(
+                Snapshot {
+                    kubelet: Some(Kubelet::default()),
+                    kubelet_up: false,
+                },
+                vec![CollectError::at(None, Origin::Grpc { call }, kind, detail)],
+            ),
+        }
+    }
+}
+
+/// A kubelet call that failed: the call, how, and what was said.
+pub type KubeletError = (&'static str, ErrorKind, String);

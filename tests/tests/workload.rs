@@ -1,0 +1,486 @@
+//! The `workload` source against a real gRPC server playing the kubelet's PodResources v1
+//! service on a unix socket (generated from the same `.proto` as the agent's client): pods
+//! holding whole GPUs, MIG slices, a shared HCA, an SR-IOV VF and a DRA claim; a pod going
+//! away between scrapes; the kubelet restarting, hanging, and appearing after the agent.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nvidia_ml_fake::fixture::Fixture;
+use railscope_podresources::pod_resources_lister_server::{
+    PodResourcesLister, PodResourcesListerServer,
+};
+use railscope_podresources::{
+    AllocatableResourcesRequest, AllocatableResourcesResponse, ClaimResource, ContainerDevices,
+    ContainerResources, DynamicResource, GetPodResourcesRequest, GetPodResourcesResponse,
+    ListPodResourcesRequest, ListPodResourcesResponse, PodResources,
+};
+use railscope_tests::gpu::{fake_library, fixture};
+use railscope_tests::{Agent, Sample, find, fixtures, parse_samples, value};
+use tonic::{Request, Response, Status};
+
+/// What the fake kubelet answers, changed by the test while it runs.
+#[derive(Default)]
+struct State {
+    pods: Vec<PodResources>,
+    allocatable: Vec<ContainerDevices>,
+    /// How long `List` takes.
+    delay: Duration,
+}
+
+#[derive(Clone)]
+struct Kubelet(Arc<Mutex<State>>);
+
+#[tonic::async_trait]
+impl PodResourcesLister for Kubelet {
+    async fn list(
+        &self,
+        _: Request<ListPodResourcesRequest>,
+    ) -> Result<Response<ListPodResourcesResponse>, Status> {
+        let (pods, delay) = {
+            let s = self.0.lock().unwrap();
+            (s.pods.clone(), s.delay)
+        };
+        tokio::time::sleep(delay).await;
+        Ok(Response::new(ListPodResourcesResponse {
+            pod_resources: pods,
+        }))
+    }
+
+    async fn get_allocatable_resources(
+        &self,
+        _: Request<AllocatableResourcesRequest>,
+    ) -> Result<Response<AllocatableResourcesResponse>, Status> {
+        Ok(Response::new(AllocatableResourcesResponse {
+            devices: self.0.lock().unwrap().allocatable.clone(),
+            ..Default::default()
+        }))
+    }
+
+    async fn get(
+        &self,
+        _: Request<GetPodResourcesRequest>,
+    ) -> Result<Response<GetPodResourcesResponse>, Status> {
+        Err(Status::unimplemented("not used by railscope"))
+    }
+}
+
+/// The fake kubelet serving on `socket` until dropped (its runtime shut down, the socket
+/// removed, as a kubelet that stops).
+struct Server {
+    runtime: Option<tokio::runtime::Runtime>,
+    socket: PathBuf,
+}
+
+impl Server {
+    fn start(socket: &Path, state: &Arc<Mutex<State>>) -> Server {
+        let _ = std::fs::remove_file(socket);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = runtime.block_on(async { tokio::net::UnixListener::bind(socket).unwrap() });
+        let service = PodResourcesListerServer::new(Kubelet(Arc::clone(state)));
+        runtime.spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(listener))
+                .await
+                .unwrap();
+        });
+        Server {
+            runtime: Some(runtime),
+            socket: socket.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+fn devices(resource: &str, ids: &[&str]) -> ContainerDevices {
+    ContainerDevices {
+        resource_name: resource.to_owned(),
+        device_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+        topology: None,
+    }
+}
+
+fn pod(namespace: &str, name: &str, containers: Vec<ContainerResources>) -> PodResources {
+    PodResources {
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        containers,
+    }
+}
+
+fn container(name: &str, devs: Vec<ContainerDevices>) -> ContainerResources {
+    ContainerResources {
+        name: name.to_owned(),
+        devices: devs,
+        ..Default::default()
+    }
+}
+
+/// The node: the DGX H100 sysfs tree and the fake NVML's MIG fixture, GPU 0 in MIG mode
+/// (seven 1g.10gb) and GPU 1 taken out of it (a whole GPU).
+struct Node {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    nvml: PathBuf,
+    gpu1_uuid: String,
+    mig_uuid: String,
+}
+
+fn node() -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = Fixture::load(&fixture("h100-mig.json")).unwrap();
+    f.gpus[1].mig = None;
+    f.gpus[1].not_supported.clear();
+    let gpu1_uuid = f.gpus[1].uuid.clone();
+    let mig_uuid = f.gpus[0].mig.as_ref().unwrap().devices[2].uuid.clone();
+    let nvml = dir.path().join("nvml.json");
+    f.save(&nvml).unwrap();
+    Node {
+        socket: dir.path().join("kubelet.sock"),
+        nvml,
+        gpu1_uuid,
+        mig_uuid,
+        _dir: dir,
+    }
+}
+
+fn start_agent(node: &Node) -> Agent {
+    let lib = fake_library();
+    let tree = fixtures().join("h100-cx7-ndr-ib");
+    Agent::launch(
+        &[
+            "--path.sysfs",
+            tree.join("sys").to_str().unwrap(),
+            "--path.procfs",
+            tree.join("proc").to_str().unwrap(),
+            "--collector.disable-defaults",
+            "--collector.gpu",
+            "--collector.infiniband",
+            "--collector.workload",
+            "--collector.gpu.nvml-library",
+            lib.to_str().unwrap(),
+            &format!(
+                "--collector.workload.kubelet-socket={}",
+                node.socket.display()
+            ),
+        ],
+        &[("RAILSCOPE_FAKE_NVML", node.nvml.as_os_str())],
+    )
+}
+
+fn scrape(agent: &Agent, timeout: &str) -> (Vec<Sample>, Duration) {
+    let start = Instant::now();
+    let resp = agent.get(
+        "/metrics",
+        &[("X-Prometheus-Scrape-Timeout-Seconds", timeout)],
+    );
+    assert_eq!(resp.status, 200);
+    (parse_samples(&resp.text()), start.elapsed())
+}
+
+/// (namespace, pod, container, resource, device_id, gpu, gpu_instance, pci_address,
+/// rdma_device) of every device info series.
+fn held(s: &[Sample]) -> Vec<[String; 9]> {
+    let mut out: Vec<[String; 9]> = find(s, "railscope_workload_device_info", &[])
+        .iter()
+        .map(|x| {
+            [
+                "namespace",
+                "pod",
+                "container",
+                "resource",
+                "device_id",
+                "gpu",
+                "gpu_instance",
+                "pci_address",
+                "rdma_device",
+            ]
+            .map(|k| x.labels.get(k).cloned().unwrap_or_default())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn row(v: [&str; 9]) -> [String; 9] {
+    v.map(str::to_owned)
+}
+
+#[test]
+fn pods_and_their_devices_follow_the_kubelet() {
+    let node = node();
+    let state = Arc::new(Mutex::new(State::default()));
+    {
+        let mut s = state.lock().unwrap();
+        s.pods = vec![
+            pod(
+                "train",
+                "llama-0",
+                vec![container(
+                    "worker",
+                    vec![
+                        devices("nvidia.com/gpu", &[node.gpu1_uuid.as_str()]),
+                        // An SR-IOV VF by PCI address (here mlx5_1's function).
+                        devices("nvidia.com/sriov_rdma_vf", &["0000:40:00.0"]),
+                        devices("rdma/hca_shared_devices_a", &["hca_shared_0"]),
+                    ],
+                )],
+            ),
+            pod(
+                "infer",
+                "small-1",
+                vec![
+                    container(
+                        "server",
+                        vec![devices("nvidia.com/mig-1g.10gb", &[node.mig_uuid.as_str()])],
+                    ),
+                    // A sidecar without devices.
+                    container("proxy", Vec::new()),
+                ],
+            ),
+            pod(
+                "dra",
+                "claimed-0",
+                vec![ContainerResources {
+                    name: "main".into(),
+                    dynamic_resources: vec![DynamicResource {
+                        claim_name: "gpu-claim".into(),
+                        claim_namespace: "dra".into(),
+                        claim_resources: vec![ClaimResource {
+                            driver_name: "gpu.nvidia.com".into(),
+                            pool_name: "node-1".into(),
+                            device_name: "gpu-1".into(),
+                            ..Default::default()
+                        }],
+                    }],
+                    ..Default::default()
+                }],
+            ),
+            pod(
+                "kube-system",
+                "coredns-1",
+                vec![container("coredns", Vec::new())],
+            ),
+        ];
+        s.allocatable = vec![
+            devices("nvidia.com/gpu", &[node.gpu1_uuid.as_str()]),
+            devices(
+                "nvidia.com/mig-1g.10gb",
+                &["a", "b", "c", "d", "e", "f", "g"],
+            ),
+        ];
+    }
+    let server = Server::start(&node.socket, &state);
+    let mut agent = start_agent(&node);
+    agent.wait_ready();
+    let (s, _) = scrape(&agent, "5");
+    assert_eq!(value(&s, "railscope_workload_kubelet_up", &[]), 1.0);
+    assert_eq!(value(&s, "railscope_workload_kubelet_pods", &[]), 4.0);
+    assert_eq!(
+        value(
+            &s,
+            "railscope_workload_allocatable_devices",
+            &[("resource", "nvidia.com/mig-1g.10gb")]
+        ),
+        7.0
+    );
+    let gpu1 = node.gpu1_uuid.as_str();
+    let mig = node.mig_uuid.as_str();
+    assert_eq!(
+        held(&s),
+        vec![
+            row([
+                "dra",
+                "claimed-0",
+                "main",
+                "gpu.nvidia.com",
+                "gpu-1",
+                "",
+                "",
+                "",
+                ""
+            ]),
+            row([
+                "infer",
+                "small-1",
+                "server",
+                "nvidia.com/mig-1g.10gb",
+                mig,
+                "0",
+                "9",
+                "",
+                ""
+            ]),
+            row([
+                "train",
+                "llama-0",
+                "worker",
+                "nvidia.com/gpu",
+                gpu1,
+                "1",
+                "",
+                "",
+                ""
+            ]),
+            row([
+                "train",
+                "llama-0",
+                "worker",
+                "nvidia.com/sriov_rdma_vf",
+                "0000:40:00.0",
+                "",
+                "",
+                "0000:40:00.0",
+                "mlx5_1"
+            ]),
+            row([
+                "train",
+                "llama-0",
+                "worker",
+                "rdma/hca_shared_devices_a",
+                "hca_shared_0",
+                "",
+                "",
+                "",
+                ""
+            ]),
+        ]
+    );
+    let claim = find(
+        &s,
+        "railscope_workload_device_info",
+        &[("pod", "claimed-0")],
+    );
+    assert_eq!(claim[0].labels["claim"], "gpu-claim");
+    assert_eq!(claim[0].labels["claim_namespace"], "dra");
+
+    // The inference pod goes away: its series go with it at the next scrape.
+    state.lock().unwrap().pods.retain(|p| p.name != "small-1");
+    let (s, _) = scrape(&agent, "5");
+    assert!(find(&s, "railscope_workload_device_info", &[("pod", "small-1")]).is_empty());
+    assert_eq!(held(&s).len(), 4);
+
+    // The kubelet restarts: while it is gone the source says so and costs nothing else;
+    // the new kubelet at the same path is reached again without restarting the agent.
+    drop(server);
+    let (s, _) = scrape(&agent, "5");
+    assert!(
+        find(&s, "railscope_workload_kubelet_up", &[]).is_empty(),
+        "no socket: absent"
+    );
+    assert!(held(&s).is_empty());
+    assert_eq!(
+        find(&s, "railscope_gpu_up", &[]).len(),
+        2,
+        "the GPUs are still read"
+    );
+    let _server = Server::start(&node.socket, &state);
+    let (s, _) = scrape(&agent, "5");
+    assert_eq!(value(&s, "railscope_workload_kubelet_up", &[]), 1.0);
+    assert_eq!(held(&s).len(), 4);
+    let log = agent.log();
+    let status = agent.terminate();
+    assert!(status.success(), "{status}: {log}");
+}
+
+/// A kubelet that does not answer costs only this source, within the scrape's deadline,
+/// and is counted as the collector's error.
+#[test]
+fn a_hung_kubelet_costs_only_its_own_series() {
+    let node = node();
+    let state = Arc::new(Mutex::new(State::default()));
+    state.lock().unwrap().pods = vec![pod(
+        "train",
+        "llama-0",
+        vec![container(
+            "worker",
+            vec![devices("nvidia.com/gpu", &[node.gpu1_uuid.as_str()])],
+        )],
+    )];
+    let _server = Server::start(&node.socket, &state);
+    let mut agent = start_agent(&node);
+    agent.wait_ready();
+    assert_eq!(held(&scrape(&agent, "5").0).len(), 1);
+    state.lock().unwrap().delay = Duration::from_secs(60);
+    let (s, took) = scrape(&agent, "2");
+    assert!(
+        took < Duration::from_millis(2500),
+        "the scrape took {took:?}"
+    );
+    assert_eq!(value(&s, "railscope_workload_kubelet_up", &[]), 0.0);
+    assert!(held(&s).is_empty());
+    assert!(
+        value(
+            &s,
+            "railscope_collector_errors_total",
+            &[("collector", "workload")]
+        ) >= 1.0
+    );
+    assert_eq!(find(&s, "railscope_gpu_up", &[]).len(), 2);
+    assert_eq!(
+        find(&s, "railscope_ib_port_info", &[]).len(),
+        8,
+        "the RDMA ports are still read"
+    );
+    state.lock().unwrap().delay = Duration::ZERO;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (s, _) = scrape(&agent, "5");
+        if held(&s).len() == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kubelet's answers never came back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// No socket at start (a node whose kubelet starts after the agent): the source is absent,
+/// with no error, and is picked up once the socket appears.
+#[test]
+fn a_kubelet_that_starts_later_is_picked_up() {
+    let node = node();
+    let state = Arc::new(Mutex::new(State::default()));
+    state.lock().unwrap().pods = vec![pod(
+        "train",
+        "llama-0",
+        vec![container(
+            "worker",
+            vec![devices("nvidia.com/gpu", &[node.gpu1_uuid.as_str()])],
+        )],
+    )];
+    let mut agent = start_agent(&node);
+    agent.wait_ready();
+    let (s, _) = scrape(&agent, "5");
+    assert!(find(&s, "railscope_workload_kubelet_up", &[]).is_empty());
+    assert_eq!(
+        value(
+            &s,
+            "railscope_collector_errors_total",
+            &[("collector", "workload")]
+        ),
+        0.0
+    );
+    let _server = Server::start(&node.socket, &state);
+    let (s, _) = scrape(&agent, "5");
+    assert_eq!(value(&s, "railscope_workload_kubelet_up", &[]), 1.0);
+    assert_eq!(held(&s).len(), 1);
+}
