@@ -484,3 +484,127 @@ fn a_kubelet_that_starts_later_is_picked_up() {
     assert_eq!(value(&s, "railscope_workload_kubelet_up", &[]), 1.0);
     assert_eq!(held(&s).len(), 1);
 }
+
+/// The process scan on a procfs tree with a Slurm job (two cgroup layouts), two pods (both
+/// kubelet cgroup drivers), a service and a login session (`tests/fixtures/workload-procfs`,
+/// whose `expected.json` says what each process is), with the fake NVML's running processes:
+/// each device node is attributed to its workload, GPUs by minor number and, in MIG mode, by
+/// the GPU instance NVML runs the process on; RDMA devices by their uverbs node.
+#[test]
+fn processes_are_attributed_to_their_job_pod_unit_or_session() {
+    use nvidia_ml_fake::fixture::Process;
+    let tree = fixtures().join("workload-procfs");
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = Fixture::load(&fixture("h100-mig.json")).unwrap();
+    // The Slurm step runs on MIG GPU instance 9 of GPU 0; the pod on GPU 1 (out of MIG).
+    f.gpus[0].processes = vec![Process {
+        pid: 4242,
+        used_gpu_memory: Some(1 << 30),
+        gpu_instance_id: Some(9),
+        compute_instance_id: Some(0),
+    }];
+    f.gpus[1].mig = None;
+    f.gpus[1].not_supported.clear();
+    f.gpus[1].processes = vec![Process {
+        pid: 5150,
+        used_gpu_memory: Some(2 << 30),
+        gpu_instance_id: None,
+        compute_instance_id: None,
+    }];
+    let nvml = dir.path().join("nvml.json");
+    f.save(&nvml).unwrap();
+    let lib = fake_library();
+    let mut agent = Agent::launch(
+        &[
+            "--path.sysfs",
+            tree.join("sysfs").to_str().unwrap(),
+            "--path.procfs",
+            tree.join("proc").to_str().unwrap(),
+            "--collector.disable-defaults",
+            "--collector.gpu",
+            "--collector.workload",
+            "--collector.gpu.nvml-library",
+            lib.to_str().unwrap(),
+        ],
+        &[("RAILSCOPE_FAKE_NVML", nvml.as_os_str())],
+    );
+    agent.wait_ready();
+    let (s, _) = scrape(&agent, "5");
+    let mut rows: Vec<[String; 6]> = find(&s, "railscope_workload_process_device_info", &[])
+        .iter()
+        .map(|x| {
+            [
+                "kind",
+                "workload",
+                "device_node",
+                "gpu",
+                "gpu_instance",
+                "rdma_device",
+            ]
+            .map(|k| x.labels.get(k).cloned().unwrap_or_default())
+        })
+        .collect();
+    rows.sort();
+    let r = |v: [&str; 6]| v.map(str::to_owned);
+    assert_eq!(
+        rows,
+        vec![
+            r([
+                "kubernetes",
+                "1f2e3d4c-5b6a-4789-8abc-def012345678",
+                "nvidia1",
+                "1",
+                "",
+                ""
+            ]),
+            r([
+                "kubernetes",
+                "1f2e3d4c-5b6a-4789-8abc-def012345678",
+                "uverbs1",
+                "",
+                "",
+                "mlx5_1"
+            ]),
+            // GPU 2 is not on this node's NVML: the device node is still named.
+            r([
+                "kubernetes",
+                "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d",
+                "nvidia2",
+                "",
+                "",
+                ""
+            ]),
+            r(["session", "session-3.scope", "uverbs2", "", "", "mlx5_2"]),
+            r(["slurm", "73512", "nvidia0", "0", "9", ""]),
+            r(["slurm", "73512", "uverbs0", "", "", "mlx5_0"]),
+        ]
+    );
+    // Cross-check with what the fixture says of each process.
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.join("expected.json")).unwrap())
+            .unwrap();
+    for p in expected["processes"].as_array().unwrap() {
+        let workload = ["job", "pod_uid", "unit"]
+            .iter()
+            .find_map(|k| p[*k].as_str())
+            .unwrap_or_default();
+        for d in p["devices"].as_array().unwrap() {
+            let node = d.as_str().unwrap().rsplit('/').next().unwrap();
+            assert!(
+                rows.iter().any(|row| row[0] == p["kind"].as_str().unwrap()
+                    && row[1] == workload
+                    && row[2] == node),
+                "{p} {node} missing from {rows:?}"
+            );
+        }
+    }
+    assert_eq!(
+        value(&s, "railscope_workload_processes_scanned", &[]),
+        expected["processes"].as_array().unwrap().len() as f64
+            + expected["skipped"].as_array().unwrap().len() as f64
+    );
+    assert!(
+        find(&s, "railscope_workload_kubelet_up", &[]).is_empty(),
+        "no kubelet here"
+    );
+}

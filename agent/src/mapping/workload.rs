@@ -85,8 +85,9 @@ pub(crate) fn families(
     gpus: Option<&gpu::Snapshot>,
     rdma: Option<&infiniband::Snapshot>,
 ) -> Vec<Family> {
+    let mut out = process_families(snapshot, gpus);
     let Some(kubelet) = &snapshot.kubelet else {
-        return Vec::new();
+        return out;
     };
     let mut up = Family::gauge(
         "railscope_workload_kubelet_up",
@@ -132,7 +133,86 @@ pub(crate) fn families(
             1u64,
         );
     }
-    vec![up, pods, allocatable, info]
+    out.extend([up, pods, allocatable, info]);
+    out
+}
+
+/// `railscope_workload_process_device_info`: one per workload and device node its processes
+/// hold, the GPU resolved by the node's minor number (and, in MIG mode, the GPU instance
+/// NVML runs the process on), the RDMA device by its `uverbs` node.
+fn process_families(snapshot: &Snapshot, gpus: Option<&gpu::Snapshot>) -> Vec<Family> {
+    use std::collections::BTreeSet;
+    let processes = &snapshot.processes;
+    let mut scanned = Family::gauge(
+        "railscope_workload_processes_scanned",
+        "Processes the last scan of /proc looked at (every 30 s).",
+    );
+    scanned.push_unlabelled(processes.scanned as u64);
+    let mut info = Family::info(
+        "railscope_workload_process_device",
+        "One per workload (Slurm job, Kubernetes pod UID, systemd unit, login session) and device node (nvidiaN, uverbsN) its processes hold, from /proc and the processes' cgroups; gpu and gpu_instance resolved through NVML, rdma_device through the uverbs node.",
+    );
+    let all_gpus: Vec<&gpu::Gpu> = gpus.into_iter().flat_map(|s| &s.gpus).collect();
+    let mut rows: BTreeSet<[String; 6]> = BTreeSet::new();
+    for p in &processes.list {
+        for minor in &p.nvidia {
+            let g = all_gpus
+                .iter()
+                .find(|g| g.identity.minor_number == Some(*minor));
+            let instances: BTreeSet<String> = g
+                .into_iter()
+                .flat_map(|g| &g.processes)
+                .filter(|(pid, _)| *pid == p.pid)
+                .filter_map(|(_, gi)| gi.map(|gi| gi.to_string()))
+                .collect();
+            let gpu = g.map(|g| g.index.to_string()).unwrap_or_default();
+            let instances = if instances.is_empty() {
+                vec![String::new()]
+            } else {
+                instances.into_iter().collect()
+            };
+            for gi in instances {
+                rows.insert([
+                    p.kind.as_str().to_owned(),
+                    p.workload.clone(),
+                    format!("nvidia{minor}"),
+                    gpu.clone(),
+                    gi,
+                    String::new(),
+                ]);
+            }
+        }
+        for n in &p.uverbs {
+            let rdma = processes
+                .uverbs
+                .iter()
+                .find(|(u, _)| u == n)
+                .map(|(_, d)| d.clone())
+                .unwrap_or_default();
+            rows.insert([
+                p.kind.as_str().to_owned(),
+                p.workload.clone(),
+                format!("uverbs{n}"),
+                String::new(),
+                String::new(),
+                rdma,
+            ]);
+        }
+    }
+    for [kind, workload, device, gpu, gpu_instance, rdma_device] in rows {
+        info.push(
+            [
+                ("kind", kind),
+                ("workload", workload),
+                ("device_node", device),
+                ("gpu", gpu),
+                ("gpu_instance", gpu_instance),
+                ("rdma_device", rdma_device),
+            ],
+            1u64,
+        );
+    }
+    vec![scanned, info]
 }
 
 #[cfg(test)]

@@ -624,6 +624,16 @@ pub(crate) fn read_gpu(
     counters::read(nvml, &device, plan, now, &mut kept, &mut calls, &mut gpu);
     read_fabric(nvml, &device, &mut kept, &mut calls, &mut gpu);
     gpu.mig = mig::read(nvml, &device, &mut kept, &mut calls);
+    gpu.processes = counters::unless_unsupported(
+        &mut kept,
+        &mut calls,
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        || device.running_compute_processes(),
+    )
+    .unwrap_or_default()
+    .into_iter()
+    .map(|p| (p.pid, p.gpu_instance_id))
+    .collect();
     if !calls.lost
         && let Some(mut state) = gpm.and_then(|g| g.try_lock().ok())
     {
@@ -734,6 +744,7 @@ fn read_statics(
             .ok("nvmlDeviceGetPciInfo_v3", device.pci_info())
             .map(|p| pci_to_sysfs(&p.bus_id)),
         numa_node: calls.ok("nvmlDeviceGetNumaNodeId", device.numa_node_id()),
+        minor_number: calls.ok("nvmlDeviceGetMinorNumber", device.minor_number()),
     };
     let max_clocks = [("sm", Clock::SM), ("memory", Clock::Memory)].map(|(name, clock)| {
         (

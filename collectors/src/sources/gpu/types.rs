@@ -60,6 +60,8 @@ pub struct Identity {
     pub pci_address: Option<String>,
     /// NUMA node.
     pub numa_node: Option<u32>,
+    /// The minor number of its device node (`/dev/nvidiaN`).
+    pub minor_number: Option<u32>,
 }
 
 /// One NVLink.
@@ -242,6 +244,8 @@ pub struct Gpu {
     pub c2c: Option<C2c>,
     /// NVLinks.
     pub nvlinks: Vec<NvLink>,
+    /// Processes running compute work on it: (pid, GPU instance in MIG mode).
+    pub processes: Vec<(u32, Option<u32>)>,
     /// XID errors seen since the agent started, by code.
     pub xid_errors: Vec<(u64, u64)>,
     /// Whether the XID event set of this GPU is registered: without it, no XID is seen.

@@ -7,15 +7,21 @@
 //! as info series to join on, never as labels on the device's own series: a pod label on
 //! every counter would multiply the fleet's series every time a job restarts.
 //!
-//! A node without the socket (no Kubernetes) reports the source absent, and the socket is
-//! looked for again at every collection, so a kubelet that starts later is picked up without
-//! a restart. A kubelet that is slow, restarting or gone costs this source only: every call
+//! From processes ([`processes`]): every process with a GPU or RDMA device open, and the
+//! Slurm job, pod, systemd unit or session its cgroup puts it in; this works without a
+//! kubelet, and sees pods that took a device without the device plugin.
+//!
+//! A node without the socket (no Kubernetes) has no kubelet series, and the socket is looked
+//! for again at every collection, so a kubelet that starts later is picked up without a
+//! restart. A kubelet that is slow, restarting or gone costs this source only: every call
 //! is bounded by the collection's deadline.
 
 pub mod kubelet;
+pub mod processes;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crate::error::{CollectError, ErrorKind, Origin};
 use crate::fs::DEFAULT_SYSFS;
@@ -69,6 +75,17 @@ pub struct Kubelet {
     pub allocatable: Vec<(String, usize)>,
 }
 
+/// The processes holding devices, from the last scan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Processes {
+    /// Every process with a GPU or RDMA device open, by pid.
+    pub list: Vec<processes::Process>,
+    /// Processes looked at.
+    pub scanned: usize,
+    /// The RDMA device behind each `uverbsN` the processes hold.
+    pub uverbs: Vec<(u32, String)>,
+}
+
 /// What the `workload` source read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
@@ -77,6 +94,8 @@ pub struct Snapshot {
     /// Whether the kubelet answered in this collection (`false`: its socket exists but the
     /// call failed or timed out).
     pub kubelet_up: bool,
+    /// The processes holding devices (scanned every [`processes::SCAN_EVERY`]).
+    pub processes: Processes,
 }
 
 /// Reads workloads.
@@ -84,6 +103,9 @@ pub struct Snapshot {
 pub struct WorkloadSource {
     /// `None` when there is no socket to ask (a fixture tree without one given).
     kubelet: Option<kubelet::Client>,
+    roots: crate::fs::Roots,
+    /// The last process scan and when it ran.
+    scanned: Mutex<Option<(Instant, Processes)>>,
 }
 
 impl Source for WorkloadSource {
@@ -107,41 +129,60 @@ impl Source for WorkloadSource {
             })?),
             None => None,
         };
-        Ok(WorkloadSource { kubelet })
+        Ok(WorkloadSource {
+            kubelet,
+            roots: from.roots.clone(),
+            scanned: Mutex::new(None),
+        })
     }
 
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
-        let Some(kubelet) = &self.kubelet else {
-            return Report::absent(
-                Snapshot::default(),
-                "no kubelet socket to ask (--collector.workload.kubelet-socket)",
-            );
+        let mut snapshot = Snapshot {
+            processes: self.processes(),
+            ..Snapshot::default()
         };
-        if !kubelet.socket_exists() {
-            return Report::absent(
-                Snapshot::default(),
-                format!(
-                    "no kubelet PodResources socket at {}",
-                    kubelet.socket().display()
-                ),
-            );
+        let mut errors = Vec::new();
+        if let Some(kubelet) = self.kubelet.as_ref().filter(|k| k.socket_exists()) {
+            match kubelet.read(run.deadline()) {
+                Ok(view) => {
+                    snapshot.kubelet = Some(view);
+                    snapshot.kubelet_up = true;
+                }
+                Err((call, kind, detail)) => {
+                    snapshot.kubelet = Some(Kubelet::default());
+                    errors.push(CollectError::at(None, Origin::Grpc { call }, kind, detail));
+                }
+            }
         }
-        match kubelet.read(run.deadline()) {
-            Ok(view) => Report::new(
-                Snapshot {
-                    kubelet: Some(view),
-                    kubelet_up: true,
-                },
-                Vec::new(),
-            ),
-            Err((call, kind, detail)) => Report::new(
-                Snapshot {
-                    kubelet: Some(Kubelet::default()),
-                    kubelet_up: false,
-                },
-                vec![CollectError::at(None, Origin::Grpc { call }, kind, detail)],
-            ),
+        Report::new(snapshot, errors)
+    }
+}
+
+impl WorkloadSource {
+    /// The processes holding devices: scanned again when the last scan is
+    /// [`processes::SCAN_EVERY`] old.
+    fn processes(&self) -> Processes {
+        let mut kept = self.scanned.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, p)) = kept.as_ref()
+            && at.elapsed() < processes::SCAN_EVERY
+        {
+            return p.clone();
         }
+        let (list, scanned) = processes::scan(&self.roots.procfs);
+        let mut uverbs: Vec<u32> = list.iter().flat_map(|p| p.uverbs.iter().copied()).collect();
+        uverbs.sort_unstable();
+        uverbs.dedup();
+        let uverbs = uverbs
+            .into_iter()
+            .filter_map(|n| processes::ibdev(&self.roots.sysfs, n).map(|d| (n, d)))
+            .collect();
+        let p = Processes {
+            list,
+            scanned,
+            uverbs,
+        };
+        *kept = Some((Instant::now(), p.clone()));
+        p
     }
 }
 
