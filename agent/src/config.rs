@@ -760,7 +760,8 @@ mod tests {
                 "pci",
                 "topology",
                 "host",
-                "kmsg"
+                "kmsg",
+                "workload"
             ]
         );
         assert_eq!(c.collectors[6].options["rail-exclude"], "^0000:0c:00\\.0$");

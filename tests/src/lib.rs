@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod gpu;
+pub mod kubelet;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nvidia_ml_fake::fixture::Fixture;
-use railscope_tests::{binary, fixtures, free_port, get, tool, webhook, workspace};
+use railscope_tests::{binary, fixtures, free_port, get, kubelet, tool, webhook, workspace};
 
 /// A network namespace with a veth pair to it, removed when dropped: the test host of the
 /// RoCE node, whose netdev is a real link in its namespace.
@@ -345,6 +345,7 @@ fn fleet(mode: Rules) {
 
     // Four nodes of the same model.
     let mut nodes = Vec::new();
+    let mut kubelets = Vec::new();
     for i in 1..=4 {
         let root = dir.path().join(format!("n{i}"));
         copy_tree(&fixtures().join("h100-cx7-ndr-ib"), &root);
@@ -355,6 +356,35 @@ fn fleet(mode: Rules) {
         f.save(&nvml).unwrap();
         let kmsg = root.join("kmsg");
         std::fs::write(&kmsg, "").unwrap();
+        // n4 is a Kubernetes node: its kubelet gave GPU 2 to a training pod, and its /proc
+        // has the processes of the workload-procfs fixture (a Slurm step, pods, a service).
+        let mut workload = Vec::new();
+        if i == 4 {
+            let socket = root.join("kubelet.sock");
+            let state = Arc::new(Mutex::new(kubelet::State::default()));
+            state.lock().unwrap().pods = vec![kubelet::pod(
+                "train",
+                "llama-7",
+                vec![kubelet::container(
+                    "worker",
+                    vec![kubelet::devices(
+                        "nvidia.com/gpu",
+                        &[f.gpus[2].uuid.as_str()],
+                    )],
+                )],
+            )];
+            kubelets.push(kubelet::Server::start(&socket, &state));
+            workload.push(format!(
+                "--collector.workload.kubelet-socket={}",
+                socket.display()
+            ));
+            for entry in std::fs::read_dir(fixtures().join("workload-procfs/proc")).unwrap() {
+                let entry = entry.unwrap();
+                if entry.file_name().to_string_lossy().parse::<u32>().is_ok() {
+                    copy_tree(&entry.path(), &root.join("proc").join(entry.file_name()));
+                }
+            }
+        }
         let port = free_port();
         let child = Command::new(binary())
             .args([
@@ -370,6 +400,7 @@ fn fleet(mode: Rules) {
             .arg("--collector.gpu.nvml-library")
             .arg(&lib)
             .arg(format!("--collector.kmsg.path={}", kmsg.display()))
+            .args(&workload)
             .env("RAILSCOPE_FAKE_NVML", &nvml)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -787,6 +818,17 @@ fn fleet(mode: Rules) {
     assert!(
         xid["uuid"].as_str().is_some_and(|u| u.starts_with("GPU-")),
         "{xid}"
+    );
+    // ... and the pod that held that GPU, from n4's kubelet, in its workload annotation.
+    let xid_alert = all
+        .iter()
+        .find(|a| a["labels"]["alertname"] == "RailscopeGPUXidHardware")
+        .unwrap();
+    assert!(
+        xid_alert["annotations"]["workload"]
+            .as_str()
+            .is_some_and(|w| w.contains("train/llama-7")),
+        "{xid_alert}"
     );
     let link = labels("RailscopeNVLinkInactive");
     assert_eq!(

@@ -5,132 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nvidia_ml_fake::fixture::Fixture;
-use railscope_podresources::pod_resources_lister_server::{
-    PodResourcesLister, PodResourcesListerServer,
-};
-use railscope_podresources::{
-    AllocatableResourcesRequest, AllocatableResourcesResponse, ClaimResource, ContainerDevices,
-    ContainerResources, DynamicResource, GetPodResourcesRequest, GetPodResourcesResponse,
-    ListPodResourcesRequest, ListPodResourcesResponse, PodResources,
-};
+use railscope_podresources::{ClaimResource, ContainerResources, DynamicResource};
 use railscope_tests::gpu::{fake_library, fixture};
+use railscope_tests::kubelet::{Server, State, container, devices, pod};
 use railscope_tests::{Agent, Sample, find, fixtures, parse_samples, value};
-use tonic::{Request, Response, Status};
-
-/// What the fake kubelet answers, changed by the test while it runs.
-#[derive(Default)]
-struct State {
-    pods: Vec<PodResources>,
-    allocatable: Vec<ContainerDevices>,
-    /// How long `List` takes.
-    delay: Duration,
-}
-
-#[derive(Clone)]
-struct Kubelet(Arc<Mutex<State>>);
-
-#[tonic::async_trait]
-impl PodResourcesLister for Kubelet {
-    async fn list(
-        &self,
-        _: Request<ListPodResourcesRequest>,
-    ) -> Result<Response<ListPodResourcesResponse>, Status> {
-        let (pods, delay) = {
-            let s = self.0.lock().unwrap();
-            (s.pods.clone(), s.delay)
-        };
-        tokio::time::sleep(delay).await;
-        Ok(Response::new(ListPodResourcesResponse {
-            pod_resources: pods,
-        }))
-    }
-
-    async fn get_allocatable_resources(
-        &self,
-        _: Request<AllocatableResourcesRequest>,
-    ) -> Result<Response<AllocatableResourcesResponse>, Status> {
-        Ok(Response::new(AllocatableResourcesResponse {
-            devices: self.0.lock().unwrap().allocatable.clone(),
-            ..Default::default()
-        }))
-    }
-
-    async fn get(
-        &self,
-        _: Request<GetPodResourcesRequest>,
-    ) -> Result<Response<GetPodResourcesResponse>, Status> {
-        Err(Status::unimplemented("not used by railscope"))
-    }
-}
-
-/// The fake kubelet serving on `socket` until dropped (its runtime shut down, the socket
-/// removed, as a kubelet that stops).
-struct Server {
-    runtime: Option<tokio::runtime::Runtime>,
-    socket: PathBuf,
-}
-
-impl Server {
-    fn start(socket: &Path, state: &Arc<Mutex<State>>) -> Server {
-        let _ = std::fs::remove_file(socket);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime.block_on(async { tokio::net::UnixListener::bind(socket).unwrap() });
-        let service = PodResourcesListerServer::new(Kubelet(Arc::clone(state)));
-        runtime.spawn(async move {
-            tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(listener))
-                .await
-                .unwrap();
-        });
-        Server {
-            runtime: Some(runtime),
-            socket: socket.to_path_buf(),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
-        }
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-fn devices(resource: &str, ids: &[&str]) -> ContainerDevices {
-    ContainerDevices {
-        resource_name: resource.to_owned(),
-        device_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
-        topology: None,
-    }
-}
-
-fn pod(namespace: &str, name: &str, containers: Vec<ContainerResources>) -> PodResources {
-    PodResources {
-        name: name.to_owned(),
-        namespace: namespace.to_owned(),
-        containers,
-    }
-}
-
-fn container(name: &str, devs: Vec<ContainerDevices>) -> ContainerResources {
-    ContainerResources {
-        name: name.to_owned(),
-        devices: devs,
-        ..Default::default()
-    }
-}
 
 /// The node: the DGX H100 sysfs tree and the fake NVML's MIG fixture, GPU 0 in MIG mode
 /// (seven 1g.10gb) and GPU 1 taken out of it (a whole GPU).
