@@ -75,7 +75,7 @@ spec:
 
 # Keys of a rule and of its annotations in the order people read them (jsonnet sorts keys).
 RULE_ORDER = ["record", "alert", "expr", "for", "keep_firing_for", "labels", "annotations"]
-ANNOTATION_ORDER = ["summary", "description", "runbook_url"]
+ANNOTATION_ORDER = ["summary", "description", "workload", "runbook_url"]
 GROUP_ORDER = ["name", "interval", "limit", "rules"]
 
 

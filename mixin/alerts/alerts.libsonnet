@@ -1,5 +1,7 @@
 // railscope's alerts. Every alert carries severity, a summary naming node (instance), device,
-// port (or PCI address) and rail, and an absolute runbook link built from runbookURLPattern.
+// port (or PCI address) and rail, and an absolute runbook link built from runbookURLPattern;
+// alerts on a GPU, NVLink, RDMA port or PCIe device also a `workload` annotation naming the
+// pods and jobs that hold it (`workload` below).
 //
 // Severities (override any with severityOverrides):
 //   * critical: drain the node now. Every job placed on it fails or hangs (a rail port down, a
@@ -61,6 +63,40 @@ local lib = import '../lib/rules.libsonnet';
       'local_link_integrity',
       'xmit_discards',
     ]),
+    // The `workload` annotation: which workloads hold the device an alert is about, so that
+    // the notification says whose job it is (alerts/RUNBOOK.md, "Whose job is it?"). Pods by
+    // namespace/pod from the kubelet (railscope_workload_device_info), then what the agent's
+    // process scan found (railscope_workload_process_device_info): Slurm jobs ("Slurm job
+    // 73512"), systemd units and login sessions by name, and pods by UID where the kubelet
+    // names no pod on that device. Empty when nothing is known (no workload source, a device
+    // nobody uses). `on` lists [alert label, series label] pairs, tried in order: the first
+    // label the alert has set picks the device (`gpu` on GPU alerts, the port's `device` as
+    // `rdma_device` on port alerts). It is evaluated with the alert's other templates and
+    // changes nothing else: which alerts fire, their labels (routing, grouping, inhibition)
+    // and their `for` stay as they are.
+    local workload(on) =
+      local one(alertLabel, seriesLabel) =
+        local m = p.selector + ', ' + p.cluster + "='%[1]s', instance='%[2]s', " + seriesLabel + "='%[3]s'";
+        local args = ' $labels.' + p.cluster + ' $labels.instance $labels.' + alertLabel;
+        local pods = 'count by (namespace, pod) (railscope_workload_device_info{' + m + '})';
+        local procs = 'count by (kind, workload) (railscope_workload_process_device_info{' + m + ', kind!~"kubernetes|other"}'
+                      + ' or (railscope_workload_process_device_info{' + m + ', kind="kubernetes"}'
+                      + ' unless on (instance, ' + seriesLabel + ') railscope_workload_device_info{' + m + '}))';
+        '{{ if $labels.' + alertLabel + ' }}'
+        + '{{ range printf `' + pods + '`' + args + ' | query | sortByLabel "pod" }}'
+        + '{{ $sep }}{{ label "namespace" . }}/{{ label "pod" . }}{{ $sep = ", " }}{{ end }}'
+        + '{{ range printf `' + procs + '`' + args + ' | query | sortByLabel "workload" }}'
+        + '{{ $sep }}{{ if eq (label "kind" .) "slurm" }}Slurm job {{ else if eq (label "kind" .) "kubernetes" }}pod UID {{ end }}'
+        + '{{ label "workload" . }}{{ $sep = ", " }}{{ end }}';
+      {
+        workload: '{{ $sep := "" }}'
+                  + std.join('{{ else }}', [one(x[0], x[1]) for x in on])
+                  + std.join('', ['{{ end }}' for x in on]),
+      },
+    local gpuWorkload = workload([['gpu', 'gpu']]),
+    local portWorkload = workload([['device', 'rdma_device']]),
+    local pciWorkload = workload([['gpu', 'gpu'], ['rdma_device', 'rdma_device']]),
+    local nicWorkload = workload([['rdma_device', 'rdma_device']]),
     groups+: lib.finish($._config, [
       {
         name: 'railscope.fabric',
@@ -81,7 +117,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is not ACTIVE/LinkUp',
               description: "Logical state {{ with printf `railscope_ib_port_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (4 is ACTIVE), physical state {{ with printf `railscope_ib_port_phys_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (5 is LinkUp)." % p,
-            },
+            } + portWorkload,
           },
           // A port the node had in the last goneLookback is gone while its agent is up and its
           // infiniband collector succeeded: the NIC fell off the bus, its firmware died, or the
@@ -120,7 +156,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:expected{hca_type='%s'} * 8 / 1e9` $labels.hca_type | query }}{{ . | first | value }}{{ end }} Gb/s configured for {{ $labels.hca_type }}",
               description: 'The port is ACTIVE below the expected rate of its adapter model: a degraded cable, transceiver or speed setting, even if its peers share the fault.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopePortWidthBelowExpected',
@@ -135,7 +171,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than configured for {{ $labels.hca_type }}',
               description: "A link that trained at fewer lanes than its model's configured width has lost lanes to a bad cable or connector.",
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeLinkFlapping',
@@ -150,7 +186,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is flapping',
               description: 'The link went down and recovered repeatedly in the last hour. Each flap stalls every collective on the rail.',
-            },
+            } + portWorkload,
           },
           // IBTA requires a bit error rate below 1e-12; symbol errors per second above
           // rate_bits_per_second * 1e-12 exceed it.
@@ -168,7 +204,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has {{ $value | humanize }} symbol errors/s, above the %(symbolErrorBER)s BER limit' % p,
               description: 'Symbol errors at this rate mean a marginal cable or transceiver; link error recovery and retransmissions follow.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeLinkErrorRecovery',
@@ -180,7 +216,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) went through link error recovery',
               description: 'Each recovery retrains the link and stalls traffic on it.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeReceiveErrors',
@@ -196,7 +232,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is receiving errors or discarding packets',
               description: 'PortRcvErrors or PortXmitDiscards keep rising: damaged packets on the link, or congestion upstream.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopePmaCounterSaturated',
@@ -228,7 +264,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) RoCE active MTU is {{ $value }}',
               description: 'The netdev MTU is below 4192 (mlx5) so RDMA runs at a smaller MTU; RoCE fabrics are normally set to 4096 with a netdev MTU of 4200 or 9000.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeRoCEPortWithoutV2GID',
@@ -246,7 +282,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has no RoCE v2 GID',
               description: 'Without a RoCE v2 GID (an IP address on the netdev) NCCL cannot use RoCE v2 on this port.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeGIDTableChanged',
@@ -271,7 +307,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}): GID table changed',
               description: 'Addresses on the netdev changed; jobs that cached a GID index (NCCL_IB_GID_INDEX) may now use the wrong one.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeRoCERetransmissions',
@@ -288,7 +324,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) retransmits {{ $value | humanize }}/s',
               description: 'ACK timeouts, out-of-sequence packets and sequence-error NAKs mean packets are lost in the fabric: check PFC, ECN and buffer drops on the path.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeRDMAOutOfBuffer',
@@ -301,7 +337,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) drops {{ $value | humanize }} packets/s for lack of receive buffers',
               description: 'out_of_buffer counts packets dropped because a receive queue had no posted WQE: the application is not posting receives fast enough, and senders retransmit.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeCNPSurge',
@@ -318,7 +354,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) sees {{ $value | humanize }} CNPs and ECN marks/s',
               description: 'Congestion notification packets at this rate mean sustained congestion on the path (ECN marking at a switch); DCQCN is throttling senders.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeRailImbalance',
@@ -336,7 +372,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} rail {{ $labels.rail }} ({{ $labels.device }} port {{ $labels.port }}) carries {{ $value | humanize }}B/s, under %(railImbalancePercent)s%% of the median of its sibling rails' % p,
               description: 'While the node is busy (median rail above %(railBusyGBps)s GB/s) every rail whose GPU is busy should carry about the same traffic; one that carries much less is degraded or not used by NCCL. Idle nodes, and rails whose GPU is idle (a job on fewer GPUs than rails), never fire.' % p,
-            },
+            } + portWorkload,
           },
           // Fraction of time a priority is paused: rate() of the pause duration in seconds.
           {
@@ -354,7 +390,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.netdev }}{{ if $labels.device }} ({{ $labels.device }} port {{ $labels.port }}, rail {{ $labels.rail }}){{ end }} is paused {{ $value | humanizePercentage }} of the time on priority {{ $labels.priority }} ({{ if eq $labels.direction "rx" }}pauses received: its transmit is held back{{ else }}pauses sent: it cannot drain{{ end }})',
               description: 'A PFC pause storm: the link spends this share of its time paused while drop counters read zero. Find the receiver that cannot drain (a slow host, a stuck NIC) and the switch port spreading the pauses.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopePFCStormEvents',
@@ -368,7 +404,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.netdev }}{{ if $labels.device }} ({{ $labels.device }} port {{ $labels.port }}, rail {{ $labels.rail }}){{ end }} raised pause storm {{ $labels.level }} events',
               description: 'The NIC detected that it kept sending pause frames for too long (the pause storm prevention watermark); at error level it stops honouring PFC to protect the fabric.',
-            },
+            } + portWorkload,
           },
         ],
       },
@@ -392,7 +428,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
               description: 'The port is ACTIVE at a lower rate than other {{ $labels.hca_type }} ports in the fleet: a degraded cable, transceiver or port speed setting. Training jobs on this rail run at its pace.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopePortWidthBelowPeers',
@@ -407,7 +443,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
               description: 'A link that trained at fewer lanes (2X instead of 4X) has lost lanes to a bad cable or connector.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeMTUMismatch',
@@ -423,7 +459,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) has active MTU {{ $value }}, below the fleet's {{ $labels.link_layer }} ports",
               description: 'Queue pairs use the smaller MTU of both ends: every peer of this port sends smaller packets.',
-            },
+            } + portWorkload,
           },
           {
             alert: 'RailscopeRailErrorsAcrossFleet',
@@ -458,7 +494,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.role }} {{ $labels.rdma_device }}{{ $labels.gpu }} at {{ $labels.pci_address }} runs PCIe x{{ $value }}, below its maximum',
               description: 'A NIC on x8 instead of x16 has half its PCIe bandwidth: the RDMA port cannot be fed at line rate.',
-            },
+            } + pciWorkload,
           },
           // GPUs drop their link speed when idle to save power, so only a GPU that stays below
           // its maximum while busy is a fault; NICs never downclock.
@@ -473,7 +509,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} NIC {{ $labels.rdma_device }} at {{ $labels.pci_address }} runs PCIe at {{ $value | humanize }}T/s per lane, below its maximum',
               description: 'The PCIe link trained at a lower generation: a riser, slot or BIOS setting.',
-            },
+            } + pciWorkload,
           },
           {
             alert: 'RailscopePCIeAERCorrectable',
@@ -486,7 +522,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.role }} {{ $labels.rdma_device }}{{ $labels.gpu }} at {{ $labels.pci_address }} logs {{ $value | humanize }} correctable PCIe errors/s',
               description: 'Correctable AER errors climbing (RxErr, BadTLP, BadDLLP) are a marginal PCIe link: replays cost bandwidth and it may fail outright.',
-            },
+            } + pciWorkload,
           },
           {
             alert: 'RailscopePCIeAERUncorrectable',
@@ -503,7 +539,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.role }} {{ $labels.rdma_device }}{{ $labels.gpu }} at {{ $labels.pci_address }} logged an uncorrectable ({{ $labels.aer_severity }}) PCIe error',
               description: 'Uncorrectable PCIe errors (completion timeouts, malformed TLPs) lose transactions; the device may need a reset.',
-            },
+            } + pciWorkload,
           },
           {
             alert: 'RailscopeNICFarFromGPU',
@@ -545,7 +581,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) is {{ $labels.state }}',
               description: 'lost: the GPU fell off the bus (NVML GPU_IS_LOST, XID 79); timeout: NVML calls on it hang in the driver. Either way every job using it is stuck.',
-            },
+            } + gpuWorkload,
           },
           // "No XIDs" and "cannot see XIDs" look the same in railscope_gpu_xid_errors_total.
           // A GPU that is lost or hung has its own alert.
@@ -598,7 +634,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported hardware XID {{ $labels.xid }}: {{ if eq $labels.xid `46` }}GPU stopped processing{{ else if eq $labels.xid `48` }}double-bit ECC error{{ else if eq $labels.xid `64` }}GPU memory remapping failure{{ else if eq $labels.xid `74` }}NVLink error{{ else if eq $labels.xid `79` }}GPU has fallen off the bus{{ else if eq $labels.xid `95` }}uncontained memory error{{ else if eq $labels.xid `119` }}GSP RPC timeout{{ else if eq $labels.xid `120` }}GSP error{{ else if eq $labels.xid `136` }}link training failed{{ else if eq $labels.xid `140` }}unrecovered ECC error{{ else if eq $labels.xid `143` }}GPU initialization error{{ else if eq $labels.xid `155` }}NVLink software-defined error{{ else if eq $labels.xid `156` }}resource retirement event{{ else if eq $labels.xid `158` }}GPU fatal timeout{{ end }}',
               description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `46` }}reset the GPU{{ else if eq $labels.xid `48` }}reset the GPU to activate the row remap (nvidia-smi -q -d ROW_REMAPPER: a remap failure means RMA){{ else if eq $labels.xid `64` }}reset the GPU, then open a support case{{ else if eq $labels.xid `74` }}check the NVLink error counters, then reset the GPU{{ else if eq $labels.xid `79` }}reboot the node{{ else if eq $labels.xid `95` }}reset the GPU{{ else if eq $labels.xid `119` }}reset the GPU{{ else if eq $labels.xid `120` }}reset the GPU{{ else if eq $labels.xid `136` }}reset the GPU{{ else if eq $labels.xid `140` }}reset the GPU{{ else if eq $labels.xid `143` }}reset the GPU{{ else if eq $labels.xid `155` }}reset the GPU{{ else if eq $labels.xid `156` }}reset the GPU{{ else if eq $labels.xid `158` }}reset the GPU{{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
-            },
+            } + gpuWorkload,
           },
           // NVIDIA's XID catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
           // by its immediate action. The GPU went on working, but asks for attention: a contained
@@ -612,7 +648,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported warning XID {{ $labels.xid }}: {{ if eq $labels.xid `92` }}high single-bit ECC error rate{{ else if eq $labels.xid `94` }}contained memory error{{ else if eq $labels.xid `154` }}GPU recovery action changed{{ end }}',
               description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `92` }}nothing at once; open a support case if it repeats{{ else if eq $labels.xid `94` }}restart the application that hit it; other applications are unaffected{{ else if eq $labels.xid `154` }}do what the driver now asks: dmesg names the new action (reset, reboot or drain){{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
-            },
+            } + gpuWorkload,
           },
           // NVIDIA's XID catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
           // by its immediate action. Usually caused by the application: restart it. Repeated on one
@@ -624,7 +660,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported application XID {{ $labels.xid }}: {{ if eq $labels.xid `13` }}graphics engine exception{{ else if eq $labels.xid `31` }}GPU memory page fault{{ else if eq $labels.xid `43` }}GPU stopped processing{{ else if eq $labels.xid `45` }}preemptive cleanup after an earlier error{{ end }}',
               description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `13` }}restart the application{{ else if eq $labels.xid `31` }}restart the application{{ else if eq $labels.xid `43` }}none (the application's channel was stopped){{ else if eq $labels.xid `45` }}follow the XID that came before it{{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeGPUECCUncorrectable',
@@ -636,7 +672,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) had uncorrectable ECC errors',
               description: 'Uncorrectable memory errors kill the process that touched the memory; the GPU needs a reset to remap the row.',
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeGPURowRemapFailure',
@@ -648,7 +684,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) failed to remap a memory row',
               description: 'The GPU has no spare rows left for a failing memory row: it needs service (RMA).',
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeGPURowRemapPending',
@@ -661,7 +697,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has a row remap pending',
               description: 'A failing memory row is remapped at the next GPU reset; until then the row can fail again. Reset the GPU when it is idle.',
-            },
+            } + gpuWorkload,
           },
           // The driver's own word after an error (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): it holds
           // until the action is done, so this fires until someone acts, whatever the XID was.
@@ -675,7 +711,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) needs {{ $labels.action }}, says its driver',
               description: "After an uncorrectable error the driver asks for a recovery action: gpu_reset (stop the GPU's processes, nvidia-smi -r), node_reboot, drain_p2p (stop peer-to-peer traffic, then look again) or drain_and_reset. It stays until the action is done.",
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeGPUThrottling',
@@ -688,7 +724,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has been thermally or power throttled for 15 minutes',
               description: 'Hardware slowdown, thermal slowdown or power brake hold the clocks down; in a synchronous job every rank waits for this GPU. Check cooling and the power supply.',
-            },
+            } + gpuWorkload,
           },
           // The share of time the clocks were held down, from the driver's clock event counters
           // (railscope_gpu_clock_event_seconds_total): unlike RailscopeGPUThrottling, which needs
@@ -712,7 +748,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes in thermal slowdown',
               description: 'For 10 minutes the GPU has spent over %(gpuThermalSlowdownPercent)s%% of its time with its clocks held down for heat (sw_thermal_slowdown, hw_thermal_slowdown); in a synchronous job every rank waits for it. Check its cooling, and whether its siblings run hot too.' % p,
-            },
+            } + gpuWorkload,
           },
           // The power brake is an external signal (HW_POWER_BRAKE_SLOWDOWN): the system's power
           // supplies or the rack's power shelf assert it when they cannot deliver the power the
@@ -732,7 +768,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes held down by the power brake',
               description: 'For 10 minutes the power supplies or the power shelf have asserted the power brake over %(gpuPowerBrakePercent)s%% of the time: the node lost power capacity (a failed or unplugged PSU, a power shelf in protection) and its GPUs drop their clocks while it lasts. Check the power supplies; several nodes of one rack at once point at its power shelf.' % p,
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeGPUPCIeWidthDegraded',
@@ -745,7 +781,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) runs PCIe x{{ $value }}, below its maximum',
               description: "Fewer PCIe lanes halve the GPU's host and GPUDirect bandwidth (the generation also drops at idle, so only width is alerted).",
-            },
+            } + gpuWorkload,
           },
           // Grace-Blackwell's NVLink-C2C, between the GPU and its Grace CPU. A GPU without C2C
           // (Hopper on x86, PCIe cards) has no railscope_gpu_c2c_link_up series and never fires.
@@ -763,7 +799,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink-C2C link {{ $labels.link }} to its Grace CPU is down',
               description: "A GPU with a C2C link down reaches its CPU's memory at reduced bandwidth: host-device copies and unified memory slow down.",
-            },
+            } + gpuWorkload,
           },
           // The GPU's NVLink fabric health (nvmlDeviceGetGpuFabricInfoV, NVSwitch and multi-node
           // NVLink systems): routes unhealthy, a configuration the fabric rejects, or the health
@@ -791,7 +827,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric health is {{ if eq $labels.condition `unhealthy` }}unhealthy{{ else }}{{ $labels.condition }}{{ end }}',
               description: 'The GPU reports unhealthy fabric routes, a configuration the fabric rejects (system GUID, chassis serial, no partition, too few NVLinks, firmware, location), or an unhealthy fabric: jobs that use NVLink through the fabric (NVSwitch peers, multi-node NVLink) fail or cannot start on it.',
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeGPUFabricDegraded',
@@ -814,7 +850,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric runs {{ if eq $labels.condition `degraded_bandwidth` }}at degraded bandwidth{{ else }}at limited capacity{{ end }}',
               description: 'The GPU reports its NVLink fabric bandwidth degraded (links or NVSwitch trunks down) or its fabric health at limited capacity: NVLink traffic through the fabric runs slower, and every rank of a synchronous job waits for it.',
-            },
+            } + gpuWorkload,
           },
         ],
       },
@@ -840,7 +876,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is down while its sibling links are up',
               description: 'A GPU with a missing NVLink runs its peer traffic at reduced bandwidth, and on NVSwitch systems the fabric reports degraded bandwidth.',
-            },
+            } + gpuWorkload,
           },
           {
             alert: 'RailscopeNVLinkErrors',
@@ -860,7 +896,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging data-link errors or recoveries',
               description: 'Climbing NVLink data-link errors (CRC and replays; on NVLink5 errors FEC left uncorrected, broken or dropped packets, failed link recoveries) are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
-            },
+            } + gpuWorkload,
           },
           // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is
           // (and is not lost or hung).
@@ -882,7 +918,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} NVLink {{ $labels.link }} is gone',
               description: 'The GPU reported this NVLink in the last %(goneLookback)s and no longer does: the driver no longer sees the link (a fabric or NVSwitch fault), which RailscopeNVLinkInactive cannot show.' % p,
-            },
+            } + gpuWorkload,
           },
         ],
       },
@@ -982,7 +1018,7 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} NIC {{ $labels.pci_address }}{{ with $labels.rdma_device }} ({{ . }}){{ end }} reported a cable or module error',
               description: 'The transceiver or cable of this port reported an error (high temperature, power budget exceeded, bus stuck, unsupported cable): the link is down or about to be.',
-            },
+            } + nicWorkload,
           },
           {
             alert: 'RailscopePCIeSlotLinkDown',

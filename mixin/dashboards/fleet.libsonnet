@@ -1,5 +1,5 @@
 // The fleet dashboard: per-rail throughput and errors across nodes, and the nodes whose ports,
-// PCIe links, GPUs or NVLinks are off their peers.
+// PCIe links, GPUs or NVLinks are off their peers, and where workloads (pods, Slurm jobs) run.
 function(config)
   local lib = (import 'lib.libsonnet')(config);
   local sel = lib.sel, rate = lib.rate, t = lib.t;
@@ -255,12 +255,40 @@ function(config)
     ], w=12, hide=['Time'], links=NODE_LINK, mappings=lib.UPDOWN, thresholds=lib.redBelow(1), sort=['Value', false]),
   ];
 
+  // Where workloads run: the chosen pods, jobs and units, by node, with the number of devices
+  // each holds there (the `workload` source).
+  local workloads = [
+    lib.row('Workloads'),
+    lib.table('Pods: devices per node',
+              [
+                t('count by (instance, namespace, pod, resource) (' + sel('railscope_workload_device_info', 'pod=~"$pod"') + ')',
+                  instant=true),
+              ],
+              w=12,
+              hide=['Time'],
+              links=NODE_LINK,
+              order=['namespace', 'pod', 'instance', 'resource', 'Value'],
+              desc='Devices each pod holds on each node, from the kubelet (railscope_workload_device_info). Choose pods '
+                   + 'with the Pod variable to see where they run; a row opens the node dashboard.'),
+    lib.table('Jobs and units: devices per node',
+              [
+                t('count by (instance, kind, workload) (' + sel('railscope_workload_process_device_info', 'workload=~"$workload"') + ')',
+                  instant=true),
+              ],
+              w=12,
+              hide=['Time'],
+              links=NODE_LINK,
+              order=['kind', 'workload', 'instance', 'Value'],
+              desc='Devices the processes of each Slurm job, systemd unit, login session or pod (by UID) have open on '
+                   + 'each node (railscope_workload_process_device_info). Choose jobs with the Job or unit variable.'),
+  ];
+
   lib.dashboard(
     config.dashboardUIDs.fleet,
     'railscope / fleet and rails',
     'Per-rail throughput and errors across nodes, and the nodes whose ports, PCIe links, '
-    + 'GPUs or NVLinks are off their peers.',
-    overview + throughput + gpuActivity + errors + peers,
+    + 'GPUs or NVLinks are off their peers, and where workloads run.',
+    overview + throughput + gpuActivity + errors + peers + workloads,
     fleet=true,
     runbooks=lib.runbooks.fleet,
   )

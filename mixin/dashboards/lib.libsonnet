@@ -233,15 +233,18 @@ function(config) {
         thresholds=null,
         mappings=null,
         links=null,
-        sort=null)::
+        sort=null,
+        order=null)::
     local doMerge = if merge != null then merge else std.length(targets) > 1;
     // The cluster column says nothing with one cluster chosen.
     local excluded = hide + ['__name__', 'job'] + (if multi then [config.clusterLabel] else []);
+    // `order`: the columns to show first, in this order (the others follow).
+    local indexed = if order != null then { indexByName: { [order[i]]: i for i in std.range(0, std.length(order) - 1) } } else {};
     local tr = (if doMerge then [{ id: 'merge', options: {} }] else [])
                + (
                  if matrix != null
                  then [{ id: 'groupingToMatrix', options: { rowField: matrix[0], columnField: matrix[1], valueField: 'Value' } }]
-                 else [{ id: 'organize', options: { excludeByName: { [n]: true for n in excluded }, renameByName: {} } }]
+                 else [{ id: 'organize', options: { excludeByName: { [n]: true for n in excluded }, renameByName: {} } + indexed }]
                );
     local hasThresholds = thresholds != null && std.length(thresholds) > 0;
     local d = { custom: { align: 'auto', cellOptions: { type: 'auto' } } }
@@ -390,6 +393,17 @@ function(config) {
         fleet,
       ),
       lib.queryVar('rail', 'Rail', 'label_values(railscope_rail_info{' + lib.S + '}, rail)', true, true, sort=3),
+      // Workloads (the `workload` source): pods by name from the kubelet, and Slurm jobs,
+      // systemd units, login sessions and pods by UID from the process scan. A Grafana query
+      // variable cannot take the union of two series, so there are two; they narrow only the
+      // workload panels, and "All" (`.*`) matches every row, pods of nodes without a kubelet
+      // and processes outside any unit (an empty `workload`) included.
+      lib.queryVar('pod', 'Pod', 'label_values(railscope_workload_device_info{' + lib.S + '}, pod)', true, true),
+      lib.queryVar('workload',
+                   'Job or unit',
+                   'label_values(railscope_workload_process_device_info{' + lib.S + '}, workload)',
+                   true,
+                   true),
     ],
   },
 

@@ -1,4 +1,4 @@
-// The node dashboard: one node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe,
+// The node dashboard: one node's workloads (who holds which device), RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe,
 // topology, GPUs, GPU activity and energy, NVLink, GPUDirect readiness and the railscope agent.
 function(config)
   local lib = (import 'lib.libsonnet')(config);
@@ -37,6 +37,45 @@ function(config)
     lib.stat('Firing railscope alerts', [
       t('count(' + lib.ALERTS + ') or vector(0)', 'alerts'),
     ], thresholds=lib.steps([[1, 'red']])),
+  ];
+
+  // Who holds which device (the `workload` source), narrowed by the pod and workload
+  // variables. The kubelet names pods; the process scan names Slurm jobs, systemd units,
+  // login sessions, and pods by UID (on nodes without a kubelet, or a pod that took a device
+  // without the device plugin).
+  local workloads = [
+    lib.row('Workloads'),
+    lib.table('Workloads: pods and their devices',
+              [t(sel('railscope_workload_device_info', 'pod=~"$pod"'), instant=true)],
+              w=14,
+              h=8,
+              hide=['Time', 'Value', 'instance'],
+              order=[
+                'namespace',
+                'pod',
+                'container',
+                'resource',
+                'gpu',
+                'gpu_instance',
+                'rdma_device',
+                'device_id',
+                'pci_address',
+                'claim_namespace',
+                'claim',
+              ],
+              desc="One row per device a container holds, from the kubelet's PodResources API: gpu and gpu_instance when "
+                   + 'the device is a GPU or MIG device of this node, rdma_device and pci_address when it is an SR-IOV VF, '
+                   + 'claim for a DRA claim. Empty on nodes without a kubelet, or where the agent may not ask it '
+                   + '(SECURITY.md).'),
+    lib.table('Workloads: jobs and units using devices',
+              [t(sel('railscope_workload_process_device_info', 'workload=~"$workload"'), instant=true)],
+              w=10,
+              h=8,
+              hide=['Time', 'Value', 'instance'],
+              order=['kind', 'workload', 'gpu', 'gpu_instance', 'rdma_device'],
+              desc='From the processes that have a GPU or an RDMA device open, by their cgroup (scanned every 30 s): '
+                   + 'kind slurm (workload: the job id), kubernetes (the pod UID), systemd (the unit), session (the '
+                   + 'login session), other (none).'),
   ];
 
   local portInfo =
@@ -644,9 +683,9 @@ function(config)
   lib.dashboard(
     config.dashboardUIDs.node,
     'railscope / node',
-    "One node's RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe, topology, "
+    "One node's workloads, RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe, topology, "
     + 'GPUs, GPU activity and energy, NVLink, GPUDirect readiness, kernel-log events and the railscope agent.',
-    overview + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + activity + nvlink + host + kernel + agent,
+    overview + workloads + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + activity + nvlink + host + kernel + agent,
     fleet=false,
     runbooks=lib.runbooks.node,
   )

@@ -1,11 +1,12 @@
 //! The Grafana dashboards in `dashboards/`: they are what the mixin's jsonnet
 //! (`mixin/dashboards/`, parameters in `mixin/config.libsonnet`) renders, valid JSON with the
-//! expected uids, unique panel ids and the template variables `datasource`, `job`, `instance`
-//! and `rail`; every panel has a query, every query parses (`promtool check rules`), names only
-//! series that railscope exports (a golden file, the README), that the recording rules define,
-//! or that Prometheus makes itself, and narrows every selector to `$job` and `$instance`. The
-//! threshold lines are the alert levels of the rules, every runbook link names an alert with a
-//! runbook entry, and the mixin's parameters (UIDs, a cluster variable, thresholds) take effect.
+//! expected uids, unique panel ids and the template variables `datasource`, `job`, `instance`,
+//! `rail`, `pod` and `workload`; every panel has a query, every query parses (`promtool check
+//! rules`), names only series that railscope exports (a golden file, the README), that the
+//! recording rules define, or that Prometheus makes itself, and narrows every selector to `$job`
+//! and `$instance`. The threshold lines are the alert levels of the rules, every runbook link
+//! names an alert with a runbook entry, and the mixin's parameters (UIDs, a cluster variable,
+//! thresholds) take effect.
 //!
 //! The JSON is flattened by a short `python3` script (python3 is always present); the rendered
 //! JSON comes from the `jsonnet` command (Debian package `jsonnet`), parsed with serde_json.
@@ -587,7 +588,9 @@ fn every_query_parses() {
                 .replace("$cluster", ".*")
                 .replace("$job", ".*")
                 .replace("$instance", ".*")
-                .replace("$rail", ".*");
+                .replace("$rail", ".*")
+                .replace("$pod", ".*")
+                .replace("$workload", ".*");
             assert!(!expr.contains('$'), "an unknown variable in {expr}");
             let name = format!("dashboard:{}:{panel}{refid}", d.uid.replace('-', "_"));
             let quoted = expr.replace('\\', "\\\\").replace('"', "\\\"");
@@ -793,7 +796,15 @@ fn dashboards_follow_the_mixin_parameters() {
         let names: Vec<&str> = vars.iter().map(|v| v["name"].as_str().unwrap()).collect();
         assert_eq!(
             names,
-            ["datasource", "cluster", "job", "instance", "rail"],
+            [
+                "datasource",
+                "cluster",
+                "job",
+                "instance",
+                "rail",
+                "pod",
+                "workload"
+            ],
             "{file}"
         );
         let query = |name: &str| {
@@ -811,7 +822,7 @@ fn dashboards_follow_the_mixin_parameters() {
             "{file}: {}",
             query("job")
         );
-        for name in ["job", "instance", "rail"] {
+        for name in ["job", "instance", "rail", "pod", "workload"] {
             assert!(
                 query(name).contains(cluster),
                 "{file}: {name} {}",

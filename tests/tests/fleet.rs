@@ -1028,7 +1028,9 @@ for path in sys.argv[1:]:
             .replace("$__interval", "1s")
             .replace("$job", "railscope")
             .replace("$instance", ".*")
-            .replace("$rail", ".*");
+            .replace("$rail", ".*")
+            .replace("$pod", ".*")
+            .replace("$workload", ".*");
         let resp = get(
             addr,
             &format!(

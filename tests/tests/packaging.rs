@@ -341,6 +341,82 @@ fn kubernetes_base_renders_with_rules_and_dashboards() {
     }
 }
 
+/// The `workload-kubelet` component, in an overlay of the base: the kubelet's pod-resources
+/// directory (not the socket, which a restarted kubelet replaces) read-only at the same path,
+/// the socket flag, and uid 0 for the container alone, with every capability still dropped.
+#[test]
+fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // kustomize takes other kustomizations by relative path only.
+    let up = "../".repeat(dir.path().components().count() - 1);
+    let rel = |p: &str| {
+        let abs = workspace().join(p);
+        format!("{up}{}", abs.strip_prefix("/").unwrap().display())
+    };
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{}]\ncomponents: [{}]\n",
+            rel("packaging/kubernetes"),
+            rel("packaging/kubernetes/components/workload-kubelet")
+        ),
+    )
+    .unwrap();
+    let rendered = run_ok(Command::new("kubectl").arg("kustomize").arg(dir.path()));
+    let docs = yaml_to_json(&rendered).as_array().unwrap().clone();
+    let pod = &object(&docs, "DaemonSet")["spec"]["template"]["spec"];
+    // The pod stays non-root by default; only the container is root, without capabilities.
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let c = &pod["containers"][0];
+    let sc = &c["securityContext"];
+    assert_eq!(sc["runAsUser"], 0);
+    assert_eq!(sc["runAsNonRoot"], false);
+    assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert!(sc["capabilities"].get("add").is_none());
+    assert_eq!(sc["allowPrivilegeEscalation"], false);
+    assert_eq!(sc["privileged"], false);
+    assert_eq!(sc["readOnlyRootFilesystem"], true);
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        args.contains(
+            &"--collector.workload.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock"
+        ),
+        "{args:?}"
+    );
+    let dir_path = "/var/lib/kubelet/pod-resources";
+    let m = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == dir_path)
+        .unwrap_or_else(|| panic!("no mount at {dir_path}"));
+    assert_eq!(m["readOnly"], true);
+    let vol = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == m["name"])
+        .unwrap();
+    assert_eq!(vol["hostPath"]["path"], dir_path);
+    assert_eq!(vol["hostPath"]["type"], "Directory");
+    // The base's own mounts stay.
+    for mount in ["/host/sys", "/host/proc"] {
+        assert!(
+            c["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["mountPath"] == mount && m["readOnly"] == true),
+            "no read-only mount at {mount}"
+        );
+    }
+}
+
 // --- Debian package -----------------------------------------------------------------------
 
 /// Whether the package test can run here; panics under CI when it cannot.

@@ -13,7 +13,9 @@ use nvidia_ml_fake::fixture::Fixture;
 use railscope_podresources::{ClaimResource, ContainerResources, DynamicResource};
 use railscope_tests::gpu::{fake_library, fixture};
 use railscope_tests::kubelet::{Server, State, container, devices, pod};
-use railscope_tests::{Agent, Sample, find, fixtures, parse_samples, value};
+use railscope_tests::{
+    Agent, Sample, find, fixtures, parse_samples, promtool_check_metrics, value, workspace,
+};
 
 /// The node: the DGX H100 sysfs tree and the fake NVML's MIG fixture, GPU 0 in MIG mode
 /// (seven 1g.10gb) and GPU 1 taken out of it (a whole GPU).
@@ -69,12 +71,42 @@ fn start_agent(node: &Node) -> Agent {
 
 fn scrape(agent: &Agent, timeout: &str) -> (Vec<Sample>, Duration) {
     let start = Instant::now();
+    let text = scrape_text(agent, timeout);
+    (parse_samples(&text), start.elapsed())
+}
+
+fn scrape_text(agent: &Agent, timeout: &str) -> String {
     let resp = agent.get(
         "/metrics",
         &[("X-Prometheus-Scrape-Timeout-Seconds", timeout)],
     );
     assert_eq!(resp.status, 200);
-    (parse_samples(&resp.text()), start.elapsed())
+    resp.text()
+}
+
+/// The `railscope_workload_*` families of `text` against `tests/golden/<name>.prom`
+/// (`UPDATE_GOLDEN=1` writes it).
+fn golden(name: &str, text: &str) {
+    promtool_check_metrics(text);
+    let got: String = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("railscope_workload_")
+                || l.starts_with("# HELP railscope_workload_")
+                || l.starts_with("# TYPE railscope_workload_")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let path = workspace()
+        .join("tests/golden")
+        .join(format!("{name}.prom"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
+    assert_eq!(got, want, "{} differs", path.display());
 }
 
 /// (namespace, pod, container, resource, device_id, gpu, gpu_instance, pci_address,
@@ -172,7 +204,9 @@ fn pods_and_their_devices_follow_the_kubelet() {
     let server = Server::start(&node.socket, &state);
     let mut agent = start_agent(&node);
     agent.wait_ready();
-    let (s, _) = scrape(&agent, "5");
+    let text = scrape_text(&agent, "5");
+    golden("workload-kubelet", &text);
+    let s = parse_samples(&text);
     assert_eq!(value(&s, "railscope_workload_kubelet_up", &[]), 1.0);
     assert_eq!(value(&s, "railscope_workload_kubelet_pods", &[]), 4.0);
     assert_eq!(
@@ -412,7 +446,9 @@ fn processes_are_attributed_to_their_job_pod_unit_or_session() {
         &[("RAILSCOPE_FAKE_NVML", nvml.as_os_str())],
     );
     agent.wait_ready();
-    let (s, _) = scrape(&agent, "5");
+    let text = scrape_text(&agent, "5");
+    golden("workload-procfs", &text);
+    let s = parse_samples(&text);
     let mut rows: Vec<[String; 6]> = find(&s, "railscope_workload_process_device_info", &[])
         .iter()
         .map(|x| {

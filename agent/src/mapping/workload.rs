@@ -154,6 +154,26 @@ fn process_families(snapshot: &Snapshot, gpus: Option<&gpu::Snapshot>) -> Vec<Fa
     );
     let all_gpus: Vec<&gpu::Gpu> = gpus.into_iter().flat_map(|s| &s.gpus).collect();
     let mut rows: BTreeSet<[String; 6]> = BTreeSet::new();
+    // NVML's compute processes place a process on its GPU (and GPU instance) even when its
+    // open files could not be read.
+    for g in &all_gpus {
+        for (pid, gi) in &g.processes {
+            let Some(p) = processes.list.iter().find(|p| p.pid == *pid) else {
+                continue;
+            };
+            rows.insert([
+                p.kind.as_str().to_owned(),
+                p.workload.clone(),
+                g.identity
+                    .minor_number
+                    .map(|m| format!("nvidia{m}"))
+                    .unwrap_or_default(),
+                g.index.to_string(),
+                gi.map(|gi| gi.to_string()).unwrap_or_default(),
+                String::new(),
+            ]);
+        }
+    }
     for p in &processes.list {
         for minor in &p.nvidia {
             let g = all_gpus

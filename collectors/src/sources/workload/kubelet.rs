@@ -43,6 +43,8 @@ pub struct Client {
     runtime: Option<tokio::runtime::Runtime>,
     /// The allocatable devices by resource, and when they were asked for.
     allocatable: Mutex<Option<(Instant, Allocatable)>>,
+    /// Whether a permission-denied socket was logged.
+    denied: std::sync::atomic::AtomicBool,
 }
 
 impl Client {
@@ -56,6 +58,7 @@ impl Client {
             socket,
             runtime: Some(runtime),
             allocatable: Mutex::new(None),
+            denied: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -64,9 +67,25 @@ impl Client {
         &self.socket
     }
 
-    /// Whether the socket exists (a node without Kubernetes has none).
+    /// Whether the socket exists (a node without Kubernetes has none). A socket the agent
+    /// may not reach (the kubelet's directory is root's, mode 0750) is logged once, as a
+    /// kubelet it is not set up to ask, not counted as an error every scrape.
     pub fn socket_exists(&self) -> bool {
-        std::fs::symlink_metadata(&self.socket).is_ok()
+        match std::fs::symlink_metadata(&self.socket) {
+            Ok(_) => true,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::PermissionDenied
+                    && !self.denied.swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    tracing::warn!(
+                        collector = "workload",
+                        socket = %self.socket.display(),
+                        "The kubelet's PodResources socket cannot be reached (permission denied): pods are not attributed to their devices. Connecting needs root (see SECURITY.md)."
+                    );
+                }
+                false
+            }
+        }
     }
 
     /// Lists every pod's devices (and the allocatable ones when due), before `deadline`.

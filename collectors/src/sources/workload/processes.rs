@@ -5,8 +5,9 @@
 //!
 //! This covers batch clusters without a kubelet. A scan reads one link per open file of
 //! every process, so it runs every [`SCAN_EVERY`] and the last result is exported in
-//! between. A process that exits mid-scan, or whose files cannot be read, is skipped
-//! without losing the others.
+//! between. A process that exits mid-scan is skipped without losing the others; one whose
+//! open files the agent may not read (another user's, without `CAP_SYS_PTRACE`) is kept
+//! with its workload, so that NVML's running processes can place it on its GPUs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -55,11 +56,19 @@ pub struct Process {
     pub nvidia: Vec<u32>,
     /// Numbers of the `/dev/infiniband/uverbsN` it has open.
     pub uverbs: Vec<u32>,
+    /// Whether its open files could be read; when not (another user's process, to an agent
+    /// without the capabilities), NVML's running processes still place it on its GPUs.
+    pub fds_read: bool,
 }
 
 /// Classifies a cgroup v2 path (`/kubepods.slice/…`).
 pub fn classify(path: &str) -> (Kind, String) {
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // In a container's cgroup namespace the host's path shows relative to the agent's own
+    // cgroup (`/../../kubepods.slice/…`): the `..` lead nothing.
+    let segments: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != "..")
+        .collect();
     let slurm = segments
         .iter()
         .any(|s| s.starts_with("slurm") || *s == "slurmstepd.scope");
@@ -121,11 +130,10 @@ pub fn scan(procfs: &Path) -> (Vec<Process>, usize) {
         };
         scanned += 1;
         let dir = entry.path();
-        let Ok(fds) = std::fs::read_dir(dir.join("fd")) else {
-            continue; // exited, or not ours to read
-        };
+        let fds = std::fs::read_dir(dir.join("fd"));
+        let fds_read = fds.is_ok();
         let (mut nvidia, mut uverbs) = (Vec::new(), Vec::new());
-        for fd in fds.flatten() {
+        for fd in fds.into_iter().flatten().flatten() {
             let Ok(target) = std::fs::read_link(fd.path()) else {
                 continue;
             };
@@ -144,7 +152,7 @@ pub fn scan(procfs: &Path) -> (Vec<Process>, usize) {
                 uverbs.push(n);
             }
         }
-        if nvidia.is_empty() && uverbs.is_empty() {
+        if fds_read && nvidia.is_empty() && uverbs.is_empty() {
             continue;
         }
         let Some((kind, workload)) = std::fs::read_to_string(dir.join("cgroup"))
@@ -165,6 +173,7 @@ pub fn scan(procfs: &Path) -> (Vec<Process>, usize) {
             workload,
             nvidia,
             uverbs,
+            fds_read,
         });
     }
     out.sort();
@@ -225,6 +234,12 @@ mod tests {
             ("/", Kind::Other, ""),
             // A job_ segment outside Slurm's trees is not a Slurm job.
             ("/system.slice/job_42.scope", Kind::Other, ""),
+            // Seen from inside the agent's own cgroup namespace.
+            (
+                "/../../kubepods.slice/kubepods-pod1f2e3d4c_5b6a_4789_8abc_def012345678.slice/cri-containerd-0123.scope",
+                Kind::Kubernetes,
+                "1f2e3d4c-5b6a-4789-8abc-def012345678",
+            ),
         ];
         for (path, kind, workload) in cases {
             assert_eq!(classify(path), (kind, workload.to_owned()), "{path}");
