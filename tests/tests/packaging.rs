@@ -306,19 +306,8 @@ fn kubernetes_base_renders_with_rules_and_dashboards() {
     assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
     assert!(sc["capabilities"].get("add").is_none());
     for (mount, host) in [("/host/sys", "/sys"), ("/host/proc", "/proc")] {
-        let m = c["volumeMounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["mountPath"] == mount)
-            .unwrap_or_else(|| panic!("no mount at {mount}"));
+        let (m, vol) = mount_and_volume(pod, c, mount);
         assert_eq!(m["readOnly"], true, "{mount} is not read-only");
-        let vol = pod["volumes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["name"] == m["name"])
-            .unwrap();
         assert_eq!(vol["hostPath"]["path"], host);
     }
     assert_eq!(c["resources"]["requests"]["cpu"], "20m");
@@ -389,19 +378,8 @@ fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
         "{args:?}"
     );
     let dir_path = "/var/lib/kubelet/pod-resources";
-    let m = c["volumeMounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["mountPath"] == dir_path)
-        .unwrap_or_else(|| panic!("no mount at {dir_path}"));
+    let (m, vol) = mount_and_volume(pod, c, dir_path);
     assert_eq!(m["readOnly"], true);
-    let vol = pod["volumes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == m["name"])
-        .unwrap();
     assert_eq!(vol["hostPath"]["path"], dir_path);
     assert_eq!(vol["hostPath"]["type"], "Directory");
     // The base's own mounts stay.
@@ -692,4 +670,25 @@ fn dockerfile_lints_clean() {
         !user.contains(" 0") && !user.contains("root:") && !user.ends_with("root"),
         "runtime user is root: {user}"
     );
+}
+
+/// The container's mount at `path` and the pod's volume it mounts.
+fn mount_and_volume<'a>(
+    pod: &'a serde_json::Value,
+    container: &'a serde_json::Value,
+    path: &str,
+) -> (&'a serde_json::Value, &'a serde_json::Value) {
+    let m = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == path)
+        .unwrap_or_else(|| panic!("no mount at {path}"));
+    let vol = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == m["name"])
+        .unwrap();
+    (m, vol)
 }
