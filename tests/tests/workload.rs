@@ -23,6 +23,9 @@ struct Node {
     _dir: tempfile::TempDir,
     socket: PathBuf,
     nvml: PathBuf,
+    /// The RDMA shared device plugin's config: `rdma/hca_shared_devices_a` is the HCA
+    /// behind the IPoIB netdev ibp64s0 (mlx5_1).
+    shared_config: PathBuf,
     gpu1_uuid: String,
     mig_uuid: String,
 }
@@ -36,7 +39,14 @@ fn node() -> Node {
     let mig_uuid = f.gpus[0].mig.as_ref().unwrap().devices[2].uuid.clone();
     let nvml = dir.path().join("nvml.json");
     f.save(&nvml).unwrap();
+    let shared_config = dir.path().join("rdma-shared.json");
+    std::fs::write(
+        &shared_config,
+        r#"{"periodicUpdateInterval": 300, "configList": [{"resourceName": "hca_shared_devices_a", "rdmaHcaMax": 1000, "selectors": {"ifNames": ["ibp64s0"]}}]}"#,
+    )
+    .unwrap();
     Node {
+        shared_config,
         socket: dir.path().join("kubelet.sock"),
         nvml,
         gpu1_uuid,
@@ -63,6 +73,10 @@ fn start_agent(node: &Node) -> Agent {
             &format!(
                 "--collector.workload.kubelet-socket={}",
                 node.socket.display()
+            ),
+            &format!(
+                "--collector.workload.rdma-shared-config={}",
+                node.shared_config.display()
             ),
         ],
         &[("RAILSCOPE_FAKE_NVML", node.nvml.as_os_str())],
@@ -274,8 +288,8 @@ fn pods_and_their_devices_follow_the_kubelet() {
                 "hca_shared_0",
                 "",
                 "",
-                "",
-                ""
+                "0000:40:00.0",
+                "mlx5_1"
             ]),
         ]
     );

@@ -5,7 +5,7 @@
 
 use railscope_collectors::sources::gpu;
 use railscope_collectors::sources::infiniband;
-use railscope_collectors::sources::workload::{Assignment, Snapshot};
+use railscope_collectors::sources::workload::{Assignment, SharedRdma, Snapshot};
 
 use crate::exposition::Family;
 
@@ -16,6 +16,7 @@ struct Resolved {
     gpu_instance: String,
     pci_address: String,
     rdma_device: String,
+    netdev: String,
 }
 
 /// A PCI address as the SR-IOV device plugin writes it (`0000:3b:02.1`), in sysfs form.
@@ -36,7 +37,70 @@ fn pci_address(id: &str) -> Option<String> {
     })
 }
 
+/// The netdev of an RDMA device's port: `port`'s, or the first port's with one.
+fn netdev_of(d: &infiniband::Device) -> String {
+    d.ports
+        .iter()
+        .find_map(|p| p.netdev.clone())
+        .unwrap_or_default()
+}
+
+/// Whether RDMA device `d` is one the shared plugin's selectors pick. At least one of the
+/// selectors railscope can check (interface names, drivers, link types) must be set.
+fn selected(s: &SharedRdma, d: &infiniband::Device) -> bool {
+    if s.if_names.is_empty() && s.drivers.is_empty() && s.link_types.is_empty() {
+        return false;
+    }
+    let if_ok = s.if_names.is_empty()
+        || d.ports
+            .iter()
+            .any(|p| p.netdev.as_ref().is_some_and(|n| s.if_names.contains(n)))
+        || d.pci_address.as_ref().is_some_and(|a| s.if_pci.contains(a));
+    let driver_ok =
+        s.drivers.is_empty() || d.driver.as_ref().is_some_and(|dr| s.drivers.contains(dr));
+    let link_ok = s.link_types.is_empty()
+        || d.ports.iter().any(|p| {
+            let layer = p
+                .link_layer
+                .as_deref()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            s.link_types.iter().any(|t| {
+                let t = t.to_ascii_lowercase();
+                layer == t || (t == "ether" && layer == "ethernet")
+            })
+        });
+    if_ok && driver_ok && link_ok
+}
+
+/// What an assignment's device is on this node: one entry, or one per RDMA device a shared
+/// resource stands for.
 fn resolve(
+    a: &Assignment,
+    gpus: Option<&gpu::Snapshot>,
+    rdma: Option<&infiniband::Snapshot>,
+    shared: &[SharedRdma],
+) -> Vec<Resolved> {
+    if let Some(s) = shared.iter().find(|s| s.resource == a.resource) {
+        let picked: Vec<Resolved> = rdma
+            .into_iter()
+            .flat_map(|r| &r.devices)
+            .filter(|d| selected(s, d))
+            .map(|d| Resolved {
+                pci_address: d.pci_address.clone().unwrap_or_default(),
+                rdma_device: d.name.clone(),
+                netdev: netdev_of(d),
+                ..Resolved::default()
+            })
+            .collect();
+        if !picked.is_empty() {
+            return picked;
+        }
+    }
+    vec![resolve_one(a, gpus, rdma)]
+}
+
+fn resolve_one(
     a: &Assignment,
     gpus: Option<&gpu::Snapshot>,
     rdma: Option<&infiniband::Snapshot>,
@@ -73,6 +137,7 @@ fn resolve(
             .find(|d| d.pci_address.as_deref() == Some(pci.as_str()))
         {
             r.rdma_device = d.name.clone();
+            r.netdev = netdev_of(d);
         }
         r.pci_address = pci;
     }
@@ -114,24 +179,26 @@ pub(crate) fn families(
     }
     info.reserve(kubelet.assignments.len());
     for a in &kubelet.assignments {
-        let r = resolve(a, gpus, rdma);
         let (claim_namespace, claim) = a.claim.clone().unwrap_or_default();
-        info.push(
-            [
-                ("namespace", a.namespace.clone()),
-                ("pod", a.pod.clone()),
-                ("container", a.container.clone()),
-                ("resource", a.resource.clone()),
-                ("device_id", a.device_id.clone()),
-                ("claim_namespace", claim_namespace),
-                ("claim", claim),
-                ("gpu", r.gpu),
-                ("gpu_instance", r.gpu_instance),
-                ("pci_address", r.pci_address),
-                ("rdma_device", r.rdma_device),
-            ],
-            1u64,
-        );
+        for r in resolve(a, gpus, rdma, &snapshot.shared_rdma) {
+            info.push(
+                [
+                    ("namespace", a.namespace.clone()),
+                    ("pod", a.pod.clone()),
+                    ("container", a.container.clone()),
+                    ("resource", a.resource.clone()),
+                    ("device_id", a.device_id.clone()),
+                    ("claim_namespace", claim_namespace.clone()),
+                    ("claim", claim.clone()),
+                    ("gpu", r.gpu),
+                    ("gpu_instance", r.gpu_instance),
+                    ("pci_address", r.pci_address),
+                    ("rdma_device", r.rdma_device),
+                    ("netdev", r.netdev),
+                ],
+                1u64,
+            );
+        }
     }
     out.extend([up, pods, allocatable, info]);
     out

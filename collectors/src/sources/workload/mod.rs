@@ -33,11 +33,18 @@ pub const SPEC: Spec = Spec {
     name: "workload",
     help: "Which Kubernetes pod and container holds which GPU, MIG device and RDMA device, from the kubelet's PodResources API.",
     default_enabled: true,
-    options: &[OptionSpec {
-        name: "kubelet-socket",
-        help: "The kubelet's PodResources socket (default /var/lib/kubelet/pod-resources/kubelet.sock where --path.sysfs is /sys, none otherwise); looked for again at every collection, so a kubelet that starts later is picked up",
-        kind: OptionKind::Path,
-    }],
+    options: &[
+        OptionSpec {
+            name: "kubelet-socket",
+            help: "The kubelet's PodResources socket (default /var/lib/kubelet/pod-resources/kubelet.sock where --path.sysfs is /sys, none otherwise); looked for again at every collection, so a kubelet that starts later is picked up",
+            kind: OptionKind::Path,
+        },
+        OptionSpec {
+            name: "rdma-shared-config",
+            help: "The RDMA shared device plugin's config.json (its ConfigMap, mounted): its selectors (ifNames, drivers, linkTypes) say which RDMA devices a shared resource such as rdma/hca_shared_devices_a stands for; read at every collection",
+            kind: OptionKind::Path,
+        },
+    ],
 };
 
 /// Where the kubelet serves the PodResources API.
@@ -61,6 +68,70 @@ pub struct Assignment {
     pub device_id: String,
     /// For a DRA claim: the claim's namespace and name.
     pub claim: Option<(String, String)>,
+}
+
+/// One resource of the RDMA shared device plugin and the selectors of its RDMA devices
+/// (`configList[].selectors` of its `config.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SharedRdma {
+    /// `resourcePrefix` (default `rdma`) `/` `resourceName`.
+    #[serde(skip)]
+    pub resource: String,
+    /// Netdev names of the RDMA devices' ports (an IPoIB netdev for an InfiniBand port).
+    #[serde(default)]
+    pub if_names: Vec<String>,
+    /// The PCI functions behind `if_names` (`<sysfs>/class/net/<if>/device`), read at
+    /// collection: an InfiniBand port names no netdev of its own.
+    #[serde(skip)]
+    pub if_pci: Vec<String>,
+    /// Kernel drivers (`mlx5_core`).
+    #[serde(default)]
+    pub drivers: Vec<String>,
+    /// Link layers (`infiniband`, `ether`).
+    #[serde(default)]
+    pub link_types: Vec<String>,
+    /// PCI vendor ids; matched through the `pci` source only where a device's vendor is
+    /// known there (not resolved here).
+    #[serde(default)]
+    pub vendors: Vec<String>,
+    /// PCI device ids (not resolved here, as `vendors`).
+    #[serde(default, rename = "deviceIDs")]
+    pub device_ids: Vec<String>,
+}
+
+/// The plugin's `config.json`, as far as railscope reads it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SharedConfig {
+    #[serde(default)]
+    config_list: Vec<SharedEntry>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SharedEntry {
+    resource_name: String,
+    #[serde(default)]
+    resource_prefix: Option<String>,
+    #[serde(default)]
+    selectors: SharedRdma,
+}
+
+/// Parses the RDMA shared device plugin's `config.json`.
+pub fn parse_shared_config(text: &str) -> Result<Vec<SharedRdma>, String> {
+    let config: SharedConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(config
+        .config_list
+        .into_iter()
+        .map(|e| {
+            let prefix = e.resource_prefix.unwrap_or_else(|| "rdma".to_owned());
+            SharedRdma {
+                resource: format!("{prefix}/{}", e.resource_name),
+                ..e.selectors
+            }
+        })
+        .collect())
 }
 
 /// What the kubelet said in one collection.
@@ -90,12 +161,14 @@ pub struct Processes {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// The kubelet's view; `None` when there is no kubelet socket.
-    pub kubelet: Option<Kubelet>,
+    pub kubelet: Option<Box<Kubelet>>,
     /// Whether the kubelet answered in this collection (`false`: its socket exists but the
     /// call failed or timed out).
     pub kubelet_up: bool,
     /// The processes holding devices (scanned every [`processes::SCAN_EVERY`]).
     pub processes: Processes,
+    /// The RDMA shared device plugin's resources, when its config is given.
+    pub shared_rdma: Vec<SharedRdma>,
 }
 
 /// Reads workloads.
@@ -104,6 +177,8 @@ pub struct WorkloadSource {
     /// `None` when there is no socket to ask (a fixture tree without one given).
     kubelet: Option<kubelet::Client>,
     roots: crate::fs::Roots,
+    /// The RDMA shared device plugin's config.json, when given.
+    shared_config: Option<PathBuf>,
     /// The last process scan and when it ran.
     scanned: Mutex<Option<(Instant, Processes)>>,
 }
@@ -132,6 +207,11 @@ impl Source for WorkloadSource {
         Ok(WorkloadSource {
             kubelet,
             roots: from.roots.clone(),
+            shared_config: from
+                .options
+                .get("rdma-shared-config")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from),
             scanned: Mutex::new(None),
         })
     }
@@ -142,14 +222,37 @@ impl Source for WorkloadSource {
             ..Snapshot::default()
         };
         let mut errors = Vec::new();
+        if let Some(path) = &self.shared_config {
+            match std::fs::read_to_string(path) {
+                Ok(text) => match parse_shared_config(&text) {
+                    Ok(mut shared) => {
+                        for s in &mut shared {
+                            s.if_pci = s
+                                .if_names
+                                .iter()
+                                .filter_map(|n| {
+                                    let link =
+                                        self.roots.sysfs.join("class/net").join(n).join("device");
+                                    let target = std::fs::read_link(link).ok()?;
+                                    Some(target.file_name()?.to_str()?.to_owned())
+                                })
+                                .collect();
+                        }
+                        snapshot.shared_rdma = shared;
+                    }
+                    Err(e) => errors.push(CollectError::new(None, path, ErrorKind::Parse, e)),
+                },
+                Err(e) => errors.push(CollectError::io(None, path, &e)),
+            }
+        }
         if let Some(kubelet) = self.kubelet.as_ref().filter(|k| k.socket_exists()) {
             match kubelet.read(run.deadline()) {
                 Ok(view) => {
-                    snapshot.kubelet = Some(view);
+                    snapshot.kubelet = Some(Box::new(view));
                     snapshot.kubelet_up = true;
                 }
                 Err((call, kind, detail)) => {
-                    snapshot.kubelet = Some(Kubelet::default());
+                    snapshot.kubelet = Some(Box::default());
                     errors.push(CollectError::at(None, Origin::Grpc { call }, kind, detail));
                 }
             }
@@ -188,3 +291,31 @@ impl WorkloadSource {
 
 /// A kubelet call that failed: the call, how, and what was said.
 pub type KubeletError = (&'static str, ErrorKind, String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_device_plugins_config_names_its_resources_and_selectors() {
+        let config = r#"{
+            "periodicUpdateInterval": 300,
+            "configList": [
+                {"resourceName": "hca_shared_devices_a", "rdmaHcaMax": 1000,
+                 "selectors": {"vendors": ["15b3"], "deviceIDs": ["101b"], "ifNames": ["ibp24s0", "ibp64s0"]}},
+                {"resourceName": "roce_b", "resourcePrefix": "example.com", "rdmaHcaMax": 500,
+                 "selectors": {"drivers": ["mlx5_core"], "linkTypes": ["ether"]}}
+            ]
+        }"#;
+        let shared = parse_shared_config(config).unwrap();
+        assert_eq!(shared.len(), 2);
+        assert_eq!(shared[0].resource, "rdma/hca_shared_devices_a");
+        assert_eq!(shared[0].if_names, ["ibp24s0", "ibp64s0"]);
+        assert_eq!(shared[0].device_ids, ["101b"]);
+        assert_eq!(shared[1].resource, "example.com/roce_b");
+        assert_eq!(shared[1].drivers, ["mlx5_core"]);
+        assert_eq!(shared[1].link_types, ["ether"]);
+        assert!(parse_shared_config("{ not json").is_err());
+        assert!(parse_shared_config(r#"{"configList": [{"rdmaHcaMax": 1}]}"#).is_err());
+    }
+}
