@@ -52,22 +52,14 @@ fn gpm_activity_follows_the_load_between_scrapes() {
     let s = railscope_tests::parse_samples(&text);
     let sm = |s: &[Sample], gpu| gauge(s, "railscope_gpu_sm_active_ratio", gpu);
     assert!(close(sm(&s, "0").unwrap(), 0.965), "{:?}", sm(&s, "0"));
-    assert!(close(
-        gauge(&s, "railscope_gpu_tensor_active_ratio", "0").unwrap(),
-        0.9375
-    ));
-    assert!(close(
-        gauge(&s, "railscope_gpu_sm_occupancy_ratio", "0").unwrap(),
-        0.1425
-    ));
-    assert!(close(
-        gauge(&s, "railscope_gpu_dram_active_ratio", "0").unwrap(),
-        0.16
-    ));
-    assert!(close(
-        gauge(&s, "railscope_gpu_graphics_active_ratio", "0").unwrap(),
-        0.99
-    ));
+    for (name, want) in [
+        ("railscope_gpu_tensor_active_ratio", 0.9375),
+        ("railscope_gpu_sm_occupancy_ratio", 0.1425),
+        ("railscope_gpu_dram_active_ratio", 0.16),
+        ("railscope_gpu_graphics_active_ratio", 0.99),
+    ] {
+        assert!(close(gauge(&s, name, "0").unwrap(), want), "{name}");
+    }
     assert!(close(
         value(
             &s,

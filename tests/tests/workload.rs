@@ -330,11 +330,8 @@ fn pods_and_their_devices_follow_the_kubelet() {
     assert!(status.success(), "{status}: {log}");
 }
 
-/// A kubelet that does not answer costs only this source, within the scrape's deadline,
-/// and is counted as the collector's error.
-#[test]
-fn a_hung_kubelet_costs_only_its_own_series() {
-    let node = node();
+/// The kubelet's state with one pod holding GPU 1.
+fn one_pod_on_gpu1(node: &Node) -> Arc<Mutex<State>> {
     let state = Arc::new(Mutex::new(State::default()));
     state.lock().unwrap().pods = vec![pod(
         "train",
@@ -344,6 +341,15 @@ fn a_hung_kubelet_costs_only_its_own_series() {
             vec![devices("nvidia.com/gpu", &[node.gpu1_uuid.as_str()])],
         )],
     )];
+    state
+}
+
+/// A kubelet that does not answer costs only this source, within the scrape's deadline,
+/// and is counted as the collector's error.
+#[test]
+fn a_hung_kubelet_costs_only_its_own_series() {
+    let node = node();
+    let state = one_pod_on_gpu1(&node);
     let _server = Server::start(&node.socket, &state);
     let mut agent = start_agent(&node);
     agent.wait_ready();
@@ -389,15 +395,7 @@ fn a_hung_kubelet_costs_only_its_own_series() {
 #[test]
 fn a_kubelet_that_starts_later_is_picked_up() {
     let node = node();
-    let state = Arc::new(Mutex::new(State::default()));
-    state.lock().unwrap().pods = vec![pod(
-        "train",
-        "llama-0",
-        vec![container(
-            "worker",
-            vec![devices("nvidia.com/gpu", &[node.gpu1_uuid.as_str()])],
-        )],
-    )];
+    let state = one_pod_on_gpu1(&node);
     let mut agent = start_agent(&node);
     agent.wait_ready();
     let (s, _) = scrape(&agent, "5");

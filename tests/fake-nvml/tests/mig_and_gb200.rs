@@ -16,7 +16,7 @@ use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::gpm::gpm_metrics_get;
 use nvml_wrapper::{Device, Nvml};
-use nvml_wrapper_sys::bindings::{nvmlC2cModeInfo_v1_t, nvmlFieldValue_t, nvmlGpuFabricInfo_v3_t};
+use nvml_wrapper_sys::bindings::{nvmlC2cModeInfo_v1_t, nvmlGpuFabricInfo_v3_t};
 
 const MIB: u64 = 1 << 20;
 
@@ -26,26 +26,9 @@ const NOT_SUPPORTED: u32 = 3;
 
 /// One raw field answer with an explicit `scopeId`: (nvmlReturn, valueType, value as u64).
 fn field(nvml: &Nvml, device: &Device, id: u32, scope: u32) -> (u32, u32, u64) {
-    // SAFETY: plain old data; all-zero is a valid value.
-    let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
-    v.fieldId = id;
-    v.scopeId = scope;
-    // SAFETY: one initialised entry; the handle comes from this Nvml.
-    let rc = unsafe {
-        nvml.lib()
-            .nvmlDeviceGetFieldValues(device.handle(), 1, &mut v)
-    };
+    let (rc, out) = common::raw_fields(nvml, device, &[(id, scope)]);
     assert_eq!(rc, 0, "field {id}");
-    // SAFETY: the union member read is the one `valueType` names.
-    let value = unsafe {
-        match v.valueType {
-            1 => u64::from(v.value.uiVal),
-            2 => v.value.ulVal,
-            3 => v.value.ullVal,
-            _ => u64::MAX,
-        }
-    };
-    (v.nvmlReturn, v.valueType, value)
+    out[0]
 }
 
 /// The GPU instance and compute instance ids of a MIG device handle.

@@ -23,9 +23,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::event::EventData;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
-use nvml_wrapper_sys::bindings::{
-    nvmlFieldValue_t, nvmlGpuFabricInfo_v2_t, nvmlGpuFabricInfo_v3_t, nvmlMemory_v2_t,
-};
+use nvml_wrapper_sys::bindings::{nvmlGpuFabricInfo_v2_t, nvmlGpuFabricInfo_v3_t, nvmlMemory_v2_t};
 
 /// GPU addresses of the DGX H100 layout in `tests/fixtures/h100-cx7-ndr-ib/README.md`.
 const H100_BUS_IDS: [&str; 8] = [
@@ -71,43 +69,10 @@ const VERSION_MISMATCH: u32 = 25;
 /// One raw field answer: (nvmlReturn, value as u64 when it is an integer).
 type Raw = (u32, u64);
 
-/// `nvmlDeviceGetFieldValues` with explicit `scopeId`s, through the wrapper's library
-/// handle (the safe `field_values_for` always sends scope 0).
+/// [`common::raw_fields`] without the value types.
 fn raw_fields(nvml: &Nvml, device: &Device, request: &[(u32, u32)]) -> (u32, Vec<Raw>) {
-    let mut values: Vec<nvmlFieldValue_t> = request
-        .iter()
-        .map(|&(id, scope)| {
-            // SAFETY: nvmlFieldValue_t is plain old data; all-zero is a valid value.
-            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
-            v.fieldId = id;
-            v.scopeId = scope;
-            v
-        })
-        .collect();
-    // SAFETY: `values` holds `len` initialised entries; the handle comes from this Nvml.
-    let rc = unsafe {
-        nvml.lib().nvmlDeviceGetFieldValues(
-            device.handle(),
-            values.len() as i32,
-            values.as_mut_ptr(),
-        )
-    };
-    let out = values
-        .iter()
-        .map(|v| {
-            // SAFETY: the union member read is the one `valueType` names.
-            let x = unsafe {
-                match v.valueType {
-                    1 => u64::from(v.value.uiVal),
-                    2 => v.value.ulVal,
-                    3 => v.value.ullVal,
-                    _ => u64::MAX,
-                }
-            };
-            (v.nvmlReturn, x)
-        })
-        .collect();
-    (rc, out)
+    let (rc, out) = common::raw_fields(nvml, device, request);
+    (rc, out.into_iter().map(|(r, _, v)| (r, v)).collect())
 }
 
 fn field(nvml: &Nvml, device: &Device, id: u32, scope: u32) -> Raw {

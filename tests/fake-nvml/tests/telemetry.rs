@@ -22,8 +22,8 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::gpm::gpm_metrics_get;
 use nvml_wrapper::{Device, GpmSample, Nvml};
 use nvml_wrapper_sys::bindings::{
-    nvmlC2cModeInfo_v1_t, nvmlDevice_t, nvmlFieldValue_t, nvmlGpmMetricsGet_t, nvmlGpmSample_t,
-    nvmlGpmSupport_t, nvmlViolationTime_t,
+    nvmlC2cModeInfo_v1_t, nvmlDevice_t, nvmlGpmMetricsGet_t, nvmlGpmSample_t, nvmlGpmSupport_t,
+    nvmlViolationTime_t,
 };
 
 const SUCCESS: u32 = 0;
@@ -189,40 +189,8 @@ fn raw_metrics(
 
 /// Raw field values with scopes: (nvmlReturn, value as u64 for integer types).
 fn fields(nvml: &Nvml, device: &Device, request: &[(u32, u32)]) -> (u32, Vec<(u32, u64)>) {
-    let mut values: Vec<nvmlFieldValue_t> = request
-        .iter()
-        .map(|&(id, scope)| {
-            // SAFETY: plain old data.
-            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
-            v.fieldId = id;
-            v.scopeId = scope;
-            v
-        })
-        .collect();
-    // SAFETY: `values` holds `len` entries; the handle comes from this Nvml.
-    let rc = unsafe {
-        nvml.lib().nvmlDeviceGetFieldValues(
-            device.handle(),
-            values.len() as i32,
-            values.as_mut_ptr(),
-        )
-    };
-    let out = values
-        .iter()
-        .map(|v| {
-            // SAFETY: the union member read is the one `valueType` names.
-            let x = unsafe {
-                match v.valueType {
-                    1 => u64::from(v.value.uiVal),
-                    2 => v.value.ulVal,
-                    3 => v.value.ullVal,
-                    _ => u64::MAX,
-                }
-            };
-            (v.nvmlReturn, x)
-        })
-        .collect();
-    (rc, out)
+    let (rc, out) = common::raw_fields(nvml, device, request);
+    (rc, out.into_iter().map(|(r, _, v)| (r, v)).collect())
 }
 
 fn field(nvml: &Nvml, device: &Device, id: u32, scope: u32) -> (u32, u64) {

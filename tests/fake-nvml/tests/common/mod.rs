@@ -77,3 +77,52 @@ impl Fake {
         fixture.save(&self.fixture_path).expect("rewrite fixture");
     }
 }
+
+/// One raw field answer: (nvmlReturn, valueType, value as u64 for the integer types,
+/// `u64::MAX` otherwise).
+pub type RawField = (u32, u32, u64);
+
+/// `nvmlDeviceGetFieldValues` with explicit `scopeId`s, through the wrapper's library
+/// handle (the safe `field_values_for` always sends scope 0): the call's return code and
+/// each entry's answer.
+pub fn raw_fields(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    request: &[(u32, u32)],
+) -> (u32, Vec<RawField>) {
+    use nvml_wrapper_sys::bindings::nvmlFieldValue_t;
+    let mut values: Vec<nvmlFieldValue_t> = request
+        .iter()
+        .map(|&(id, scope)| {
+            // SAFETY: nvmlFieldValue_t is plain old data; all-zero is a valid value.
+            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
+            v.fieldId = id;
+            v.scopeId = scope;
+            v
+        })
+        .collect();
+    // SAFETY: `values` holds `len` initialised entries; the handle comes from this Nvml.
+    let rc = unsafe {
+        nvml.lib().nvmlDeviceGetFieldValues(
+            device.handle(),
+            values.len() as i32,
+            values.as_mut_ptr(),
+        )
+    };
+    let out = values
+        .iter()
+        .map(|v| {
+            // SAFETY: the union member read is the one `valueType` names.
+            let x = unsafe {
+                match v.valueType {
+                    1 => u64::from(v.value.uiVal),
+                    2 => v.value.ulVal,
+                    3 => v.value.ullVal,
+                    _ => u64::MAX,
+                }
+            };
+            (v.nvmlReturn, v.valueType, x)
+        })
+        .collect();
+    (rc, out)
+}
