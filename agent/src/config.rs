@@ -101,6 +101,8 @@ pub struct Config {
     pub(crate) request_timeout: Duration,
     /// What the node must have (the config file's `expected` section).
     pub(crate) expected: crate::inventory::Inventory,
+    /// OTLP push, when an endpoint is set.
+    pub(crate) otlp: Option<crate::otlp::config::OtlpConfig>,
 }
 
 /// What the command line asks for.
@@ -130,6 +132,8 @@ struct FileConfig {
     collectors: BTreeMap<String, BTreeMap<String, Scalar>>,
     #[serde(default)]
     expected: Option<crate::inventory::FileExpected>,
+    #[serde(default)]
+    otlp: crate::otlp::config::FileOtlp,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -223,6 +227,7 @@ pub(crate) fn command() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Disable every collector not enabled explicitly"),
         );
+    cmd = crate::otlp::config::args(cmd);
     for spec in SOURCES {
         let on = format!("collector.{}", spec.name);
         let off = format!("no-collector.{}", spec.name);
@@ -330,7 +335,7 @@ fn load_file(path: &str) -> Result<FileConfig, ConfigError> {
 }
 
 /// The value of a flag: the command line if given there, else the config file, else the default.
-fn pick(matches: &ArgMatches, id: &str, file: Option<String>) -> String {
+pub(crate) fn pick(matches: &ArgMatches, id: &str, file: Option<String>) -> String {
     let from_cli = matches.value_source(id) == Some(ValueSource::CommandLine);
     let cli = matches.get_one::<String>(id).cloned().unwrap_or_default();
     if from_cli { cli } else { file.unwrap_or(cli) }
@@ -406,6 +411,7 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
     )?;
     let collectors = collector_configs(matches, file.collectors)?;
     let expected = crate::inventory::Inventory::from_file(file.expected)?;
+    let otlp = crate::otlp::config::from_matches(matches, file.otlp)?;
     Ok(Config {
         listen_address,
         telemetry_path,
@@ -421,6 +427,7 @@ fn from_matches(matches: &ArgMatches, file: FileConfig) -> Result<Config, Config
         read_header_timeout,
         request_timeout,
         expected,
+        otlp,
     })
 }
 
@@ -765,6 +772,57 @@ mod tests {
             ]
         );
         assert_eq!(c.collectors[6].options["rail-exclude"], "^0000:0c:00\\.0$");
+    }
+
+    #[test]
+    fn otlp_from_the_file_and_flags() {
+        assert!(run(&[]).unwrap().otlp.is_none());
+        let file = write_config(
+            "otlp:\n  endpoint: http://collector:4318\n  protocol: http/protobuf\n  interval: 30s\n  headers:\n    X-Scope-OrgID: fleet-a\n  queue-size: 3\n  compression: gzip\n  hardware-semconv: true\n",
+        );
+        let path = file.path().to_str().unwrap();
+        let c = run(&["--config.file", path]).unwrap();
+        let otlp = c.otlp.unwrap();
+        assert_eq!(otlp.endpoint, "http://collector:4318/v1/metrics");
+        assert_eq!(otlp.protocol, crate::otlp::config::Protocol::HttpProtobuf);
+        assert_eq!(otlp.interval, Duration::from_secs(30));
+        assert_eq!(otlp.timeout, Duration::from_secs(10));
+        assert_eq!(
+            otlp.headers,
+            [("x-scope-orgid".to_owned(), "fleet-a".to_owned())]
+        );
+        assert_eq!(otlp.queue_size, 3);
+        assert!(otlp.gzip && otlp.hardware_semconv);
+        // Flags win over the file.
+        let c = run(&[
+            "--config.file",
+            path,
+            "--otlp.interval=5s",
+            "--otlp.headers=a=b",
+        ])
+        .unwrap();
+        let otlp = c.otlp.unwrap();
+        assert_eq!(otlp.interval, Duration::from_secs(5));
+        assert_eq!(otlp.headers, [("a".to_owned(), "b".to_owned())]);
+        for (text, field) in [
+            ("otlp:\n  endpont: http://c:4317\n", "endpont"),
+            (
+                "otlp:\n  endpoint: http://c:4317\n  queue-size: 0\n",
+                "otlp.queue-size",
+            ),
+            (
+                "otlp:\n  endpoint: http://c:4317\n  timeout: soon\n",
+                "otlp.timeout",
+            ),
+            (
+                "otlp:\n  endpoint: http://c:4317\n  tls:\n    ca-file: /nonexistent\n",
+                "otlp.tls.ca-file",
+            ),
+        ] {
+            let file = write_config(text);
+            let err = run(&["--config.file", file.path().to_str().unwrap()]).unwrap_err();
+            assert!(err.to_string().contains(field), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -1,12 +1,30 @@
 //! Metric families and their text encodings: Prometheus text format 0.0.4 and OpenMetrics 1.0.
 //!
 //! Mapping builds a `Vec<Family>` from an already-collected snapshot; encoding only walks it.
+//! The text is written by the `prometheus-client` crate: [`encode`] hands the families to it
+//! as one [`Collector`] and encodes a [`Registry`] holding only that collector with the
+//! crate's OpenMetrics (`encoding::text`) or 0.0.4 (`encoding::prometheus_text`) encoder.
+//! Values go through the library's integer paths (`u64`, `i64`) where they are integers, so
+//! they are printed exactly. A small wrapper here mends what the library leaves to its
+//! callers or gets wrong: OpenMetrics help text is escaped before it is handed over, a name's
+//! unit suffix is handed over as a [`Unit`], and OpenMetrics infinities are spelled `+Inf` and
+//! `-Inf` (see [`spell_infinities`]).
+//!
 //! Each family is written exactly once, with all its samples together, so driver-provided
 //! names (which only ever appear as label *values* here) can never produce a duplicate or an
 //! invalid family.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabel, EncodeLabelSet, EncodeMetric as _, LabelSetEncoder,
+    prometheus_text, text,
+};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
 
 /// The type of a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,21 +275,15 @@ impl Family {
         });
     }
 
-    /// The name samples carry.
+    /// The name samples carry, as the library writes it: `_total` after a counter's name,
+    /// `_info` after an info family's.
     pub(crate) fn sample_name(&self) -> String {
-        let mut name = String::new();
-        self.write_sample_name(&mut name);
-        name
-    }
-
-    /// Writes the name samples carry.
-    fn write_sample_name(&self, out: &mut String) {
-        out.push_str(self.name);
-        out.push_str(match self.kind {
+        let suffix = match self.kind {
             MetricType::Gauge => "",
             MetricType::Counter => "_total",
             MetricType::Info => "_info",
-        });
+        };
+        [self.name, suffix].concat()
     }
 }
 
@@ -331,117 +343,194 @@ impl Format {
     }
 }
 
-/// Encodes `families` in `format`. Families without samples are left out.
-pub(crate) fn encode(families: &[Family], format: Format) -> String {
-    let mut out = String::with_capacity(families.iter().map(|f| f.samples.len() * 96 + 128).sum());
-    let mut sample_name = String::with_capacity(96);
-    for family in families.iter().filter(|f| !f.samples.is_empty()) {
-        sample_name.clear();
-        family.write_sample_name(&mut sample_name);
-        let (header_name, kind) = match (format, family.kind) {
-            (Format::Prometheus, MetricType::Gauge) => (sample_name.as_str(), "gauge"),
-            (Format::Prometheus, MetricType::Counter) => (sample_name.as_str(), "counter"),
-            (Format::Prometheus, MetricType::Info) => (sample_name.as_str(), "gauge"),
-            (Format::OpenMetrics, MetricType::Gauge) => (family.name, "gauge"),
-            (Format::OpenMetrics, MetricType::Counter) => (family.name, "counter"),
-            (Format::OpenMetrics, MetricType::Info) => (family.name, "info"),
-        };
-        let _ = writeln!(
-            out,
-            "# HELP {header_name} {}",
-            escape_help(family.help, format)
-        );
-        let _ = writeln!(out, "# TYPE {header_name} {kind}");
-        if let (Format::OpenMetrics, Some(unit)) = (format, family.unit) {
-            let _ = writeln!(out, "# UNIT {header_name} {unit}");
-        }
-        for sample in &family.samples {
-            out.push_str(&sample_name);
-            if !sample.labels.is_empty() {
-                out.push('{');
-                for (i, (name, value)) in sample.labels.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(name);
-                    out.push_str("=\"");
-                    escape_label_value(&mut out, value);
-                    out.push('"');
-                }
-                out.push('}');
-            }
-            out.push(' ');
-            write_value(&mut out, sample.value);
-            out.push('\n');
-        }
-    }
-    if format == Format::OpenMetrics {
-        out.push_str("# EOF\n");
+/// Encodes `families` in `format` through prometheus-client's [`Collector`] API (its
+/// `text` encoder for OpenMetrics, `prometheus_text` for 0.0.4). Families without samples are
+/// left out.
+///
+/// A registered collector must be `'static`, so the families are taken as an `Arc<[Family]>`
+/// (a `Vec<Family>` converts without copying its samples).
+pub(crate) fn encode(families: impl Into<Arc<[Family]>>, format: Format) -> String {
+    let exposition = Arc::new(Exposition {
+        families: families.into(),
+        format,
+        infinities: AtomicBool::new(false),
+    });
+    let mut out = String::with_capacity(
+        exposition
+            .families
+            .iter()
+            .map(|f| f.samples.len() * 96 + 128)
+            .sum(),
+    );
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Arc::clone(&exposition)));
+    let encoded = match format {
+        Format::Prometheus => prometheus_text::encode(&mut out, &registry),
+        Format::OpenMetrics => text::encode(&mut out, &registry),
+    };
+    // Writing into a `String` cannot fail, and neither can `Exposition::encode`: every value
+    // has an encoder.
+    debug_assert!(encoded.is_ok(), "encoding failed");
+    if exposition.infinities.load(Ordering::Relaxed) {
+        out = spell_infinities(&out);
     }
     out
 }
 
-/// Escapes help text: `\` and newline in both formats; OpenMetrics writes help as an
-/// escaped string like a label value, so `"` is escaped there too (text 0.0.4 would keep a
-/// `\"` literally).
-pub(crate) fn escape_help(help: &str, format: Format) -> std::borrow::Cow<'_, str> {
-    let special: &[char] = match format {
-        Format::Prometheus => &['\\', '\n'],
-        Format::OpenMetrics => &['\\', '\n', '"'],
-    };
-    if !help.contains(special) {
-        return std::borrow::Cow::Borrowed(help);
-    }
-    let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-    std::borrow::Cow::Owned(match format {
-        Format::Prometheus => help,
-        Format::OpenMetrics => help.replace('"', "\\\""),
-    })
+/// The families of one scrape as a prometheus-client [`Collector`].
+#[derive(Debug)]
+struct Exposition {
+    families: Arc<[Family]>,
+    format: Format,
+    /// Whether an infinite value was written in OpenMetrics (see [`spell_infinities`]).
+    infinities: AtomicBool,
 }
 
-/// Escapes a label value as both formats require: `\`, `"` and newline.
-fn escape_label_value(out: &mut String, value: &str) {
-    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
-        out.push_str(value);
-        return;
+/// The units the library knows by name; a family's name is handed over without its
+/// `_<unit>` suffix, which the library appends again (in both formats), and OpenMetrics gets
+/// its `# UNIT` line.
+static BYTES: Unit = Unit::Bytes;
+static SECONDS: Unit = Unit::Seconds;
+
+impl Family {
+    /// The name and unit to describe the family with: the name without the unit suffix (the
+    /// library appends `_<unit>`), so the names written stay the family's own.
+    fn descriptor(&self) -> (&'static str, Option<&'static Unit>) {
+        let unit = match self.unit {
+            Some("bytes") => &BYTES,
+            Some("seconds") => &SECONDS,
+            _ => return (self.name, None),
+        };
+        match self
+            .name
+            .strip_suffix(unit.as_str())
+            .and_then(|stem| stem.strip_suffix('_'))
+        {
+            Some(stem) => (stem, Some(unit)),
+            None => (self.name, None),
+        }
     }
-    for c in value.chars() {
+}
+
+impl Collector for Exposition {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let openmetrics = self.format == Format::OpenMetrics;
+        for family in self.families.iter().filter(|f| !f.samples.is_empty()) {
+            let (name, unit) = family.descriptor();
+            // The library's OpenMetrics encoder writes help text as it is given; its 0.0.4
+            // encoder escapes `\` and newline itself.
+            let help = if openmetrics {
+                escape_openmetrics_help(family.help)
+            } else {
+                std::borrow::Cow::Borrowed(family.help)
+            };
+            let kind = match family.kind {
+                MetricType::Gauge => prometheus_client::metrics::MetricType::Gauge,
+                MetricType::Counter => prometheus_client::metrics::MetricType::Counter,
+                MetricType::Info => prometheus_client::metrics::MetricType::Info,
+            };
+            let mut metric = encoder.encode_descriptor(name, &help, unit, kind)?;
+            for sample in &family.samples {
+                let labels = LabelsRef(&sample.labels);
+                if openmetrics && matches!(sample.value, Value::F64(v) if v.is_infinite()) {
+                    self.infinities.store(true, Ordering::Relaxed);
+                }
+                match family.kind {
+                    MetricType::Info => {
+                        // The library writes an info sample's value, `1`, itself.
+                        debug_assert!(
+                            sample.value.as_f64() == 1.0,
+                            "{}: info sample of value {:?}",
+                            family.name,
+                            sample.value
+                        );
+                        metric.encode_info(&labels)?;
+                    }
+                    MetricType::Counter => {
+                        let metric = metric.encode_family(&labels)?;
+                        match sample.value {
+                            Value::U64(v) => ConstCounter::new(v).encode(metric)?,
+                            Value::F64(v) => ConstCounter::new(v).encode(metric)?,
+                            // The library has no signed counter value: a count is never
+                            // negative, and a negative one would be invalid anyway.
+                            Value::I64(v) => match u64::try_from(v) {
+                                Ok(v) => ConstCounter::new(v).encode(metric)?,
+                                Err(_) => ConstCounter::new(v as f64).encode(metric)?,
+                            },
+                        }
+                    }
+                    MetricType::Gauge => {
+                        let metric = metric.encode_family(&labels)?;
+                        match sample.value {
+                            Value::U64(v) => ConstGauge::new(v).encode(metric)?,
+                            Value::I64(v) => ConstGauge::new(v).encode(metric)?,
+                            Value::F64(v) => ConstGauge::new(v).encode(metric)?,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A sample's labels as the library's label set, borrowed: no allocation per sample.
+struct LabelsRef<'a>(&'a Labels);
+
+impl EncodeLabelSet for LabelsRef<'_> {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        for (name, value) in self.0 {
+            // The library escapes `\`, `"` and newline in label values (both formats).
+            EncodeLabel::encode(&(*name, value.as_str()), encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+/// The library's OpenMetrics encoder formats floats with `dtoa`, which spells the
+/// infinities `inf` and `-inf`. OpenMetrics reads those (its numbers are case-insensitive),
+/// but its canonical spellings, what 0.0.4 and Prometheus's own clients write and what this
+/// agent always wrote, are `+Inf` and `-Inf`: this puts them back, and runs only when an
+/// infinite value was written. A sample line is `name{labels} value` with the value last,
+/// and label values cannot hold a raw newline (the library escapes it), so a line not
+/// starting with `#` that ends in ` inf` has an infinite value.
+fn spell_infinities(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with('#') {
+            if let Some(head) = line.strip_suffix(" inf\n") {
+                out.push_str(head);
+                out.push_str(" +Inf\n");
+                continue;
+            }
+            if let Some(head) = line.strip_suffix(" -inf\n") {
+                out.push_str(head);
+                out.push_str(" -Inf\n");
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// Escapes OpenMetrics help text, an escaped string like a label value: `\`, newline and
+/// `"`. The library writes OpenMetrics help as it is given (its 0.0.4 encoder escapes `\`
+/// and newline itself, and 0.0.4 keeps a `"` raw), so [`encode`] escapes it here first.
+fn escape_openmetrics_help(help: &str) -> std::borrow::Cow<'_, str> {
+    if !help.contains(['\\', '\n', '"']) {
+        return std::borrow::Cow::Borrowed(help);
+    }
+    let mut out = String::with_capacity(help.len() + 8);
+    for c in help.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
+            '"' => out.push_str("\\\""),
             c => out.push(c),
         }
     }
-}
-
-/// Writes `v` in decimal, without the formatting machinery (most samples are counters).
-fn write_u64(out: &mut String, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
-}
-
-fn write_value(out: &mut String, value: Value) {
-    let _ = match value {
-        Value::U64(v) => {
-            write_u64(out, v);
-            Ok(())
-        }
-        Value::I64(v) => write!(out, "{v}"),
-        Value::F64(v) if v.is_nan() => write!(out, "NaN"),
-        Value::F64(v) if v == f64::INFINITY => write!(out, "+Inf"),
-        Value::F64(v) if v == f64::NEG_INFINITY => write!(out, "-Inf"),
-        Value::F64(v) => write!(out, "{v}"),
-    };
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -474,7 +563,7 @@ mod tests {
 
     #[test]
     fn prometheus_text() {
-        let text = encode(&families(), Format::Prometheus);
+        let text = encode(families(), Format::Prometheus);
         assert_eq!(
             text,
             "# HELP railscope_ib_port_data_bytes_total Data bytes.\n\
@@ -491,15 +580,163 @@ mod tests {
 
     #[test]
     fn openmetrics_text() {
-        let text = encode(&families(), Format::OpenMetrics);
-        assert!(text.starts_with(
+        let text = encode(families(), Format::OpenMetrics);
+        assert_eq!(
+            text,
             "# HELP railscope_ib_port_data_bytes Data bytes.\n\
              # TYPE railscope_ib_port_data_bytes counter\n\
              # UNIT railscope_ib_port_data_bytes bytes\n\
-             railscope_ib_port_data_bytes_total{"
-        ));
-        assert!(text.contains("# TYPE railscope_ib_device info\nrailscope_ib_device_info{"));
-        assert!(text.ends_with("railscope_up 0.25\n# EOF\n"));
+             railscope_ib_port_data_bytes_total{device=\"mlx5_0\",port=\"1\",direction=\"rx\"} 400\n\
+             # HELP railscope_ib_device Device identity.\n\
+             # TYPE railscope_ib_device info\n\
+             railscope_ib_device_info{device=\"mlx5_0\",board_id=\"a \\\"b\\\" \\\\c\\nd\"} 1\n\
+             # HELP railscope_up Up.\n\
+             # TYPE railscope_up gauge\n\
+             railscope_up 0.25\n\
+             # EOF\n"
+        );
+    }
+
+    #[test]
+    fn nothing_to_encode() {
+        let empty = vec![Family::gauge("railscope_empty", "Never written.")];
+        assert_eq!(encode(empty.clone(), Format::Prometheus), "");
+        assert_eq!(encode(empty, Format::OpenMetrics), "# EOF\n");
+    }
+
+    #[test]
+    fn units_keep_the_names() {
+        let mut wait = Family::gauge("railscope_scrape_wait_seconds", "Wait.");
+        wait.push_unlabelled(2u64);
+        let mut not_a_unit =
+            Family::gauge("railscope_speed_bytes_per_second", "Not a unit suffix.");
+        not_a_unit.push_unlabelled(3u64);
+        let families = vec![wait, not_a_unit];
+        assert_eq!(
+            encode(families.clone(), Format::OpenMetrics),
+            "# HELP railscope_scrape_wait_seconds Wait.\n\
+             # TYPE railscope_scrape_wait_seconds gauge\n\
+             # UNIT railscope_scrape_wait_seconds seconds\n\
+             railscope_scrape_wait_seconds 2\n\
+             # HELP railscope_speed_bytes_per_second Not a unit suffix.\n\
+             # TYPE railscope_speed_bytes_per_second gauge\n\
+             railscope_speed_bytes_per_second 3\n\
+             # EOF\n"
+        );
+        assert_eq!(
+            encode(families, Format::Prometheus),
+            "# HELP railscope_scrape_wait_seconds Wait.\n\
+             # TYPE railscope_scrape_wait_seconds gauge\n\
+             railscope_scrape_wait_seconds 2\n\
+             # HELP railscope_speed_bytes_per_second Not a unit suffix.\n\
+             # TYPE railscope_speed_bytes_per_second gauge\n\
+             railscope_speed_bytes_per_second 3\n"
+        );
+    }
+
+    /// Help text is escaped by each format's rules: the library does 0.0.4, the wrapper
+    /// OpenMetrics.
+    #[test]
+    fn help_escaping() {
+        let mut family = Family::gauge("railscope_h", "a \\ \"b\"\nc");
+        family.push_unlabelled(1u64);
+        assert!(
+            encode(vec![family.clone()], Format::Prometheus)
+                .starts_with("# HELP railscope_h a \\\\ \"b\"\\nc\n# TYPE railscope_h gauge\n")
+        );
+        assert!(
+            encode(vec![family], Format::OpenMetrics)
+                .starts_with("# HELP railscope_h a \\\\ \\\"b\\\"\\nc\n# TYPE railscope_h gauge\n")
+        );
+    }
+
+    /// The values of one gauge family, as written in `format`.
+    fn written(values: &[Value], format: Format) -> Vec<String> {
+        let mut family = Family::gauge("railscope_v", "V.");
+        for v in values {
+            family.push_unlabelled(*v);
+        }
+        encode(vec![family], format)
+            .lines()
+            .filter_map(|l| l.strip_prefix("railscope_v "))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn values() {
+        let values = [
+            Value::U64(u64::MAX),
+            Value::U64(0),
+            Value::U64(10),
+            Value::I64(-1),
+            Value::I64(i64::MIN),
+            Value::F64(1e6),
+            Value::F64(f64::NAN),
+            Value::F64(f64::INFINITY),
+            Value::F64(f64::NEG_INFINITY),
+            Value::F64(0.0015),
+            Value::F64(1e-12),
+            Value::F64(-2.5),
+        ];
+        let want = [
+            "18446744073709551615",
+            "0",
+            "10",
+            "-1",
+            "-9223372036854775808",
+            "1000000.0",
+            "NaN",
+            "+Inf",
+            "-Inf",
+            "0.0015",
+            "1e-12",
+            "-2.5",
+        ];
+        for format in [Format::Prometheus, Format::OpenMetrics] {
+            assert_eq!(written(&values, format), want, "{format:?}");
+        }
+    }
+
+    #[test]
+    fn counter_values() {
+        let mut family = Family::counter("railscope_c", "C.");
+        family.push_unlabelled(u64::MAX);
+        family.push_unlabelled(7i64);
+        family.push_unlabelled(-3i64);
+        family.push_unlabelled(f64::INFINITY);
+        family.push_unlabelled(1.5f64);
+        for format in [Format::Prometheus, Format::OpenMetrics] {
+            let text = encode(vec![family.clone()], format);
+            let got: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("railscope_c_total "))
+                .collect();
+            assert_eq!(
+                got,
+                ["18446744073709551615", "7", "-3.0", "+Inf", "1.5"],
+                "{format:?}"
+            );
+        }
+    }
+
+    /// Only sample lines' values are respelled, not help text or label values that end like
+    /// one.
+    #[test]
+    fn infinities_only_in_values() {
+        let mut family = Family::gauge("railscope_i", "ends in inf");
+        family.push([("a", "x inf")], f64::INFINITY);
+        family.push([("a", "y\n -inf")], f64::NEG_INFINITY);
+        family.push([("a", "z")], 1u64);
+        assert_eq!(
+            encode(vec![family], Format::OpenMetrics),
+            "# HELP railscope_i ends in inf\n\
+             # TYPE railscope_i gauge\n\
+             railscope_i{a=\"x inf\"} +Inf\n\
+             railscope_i{a=\"y\\n -inf\"} -Inf\n\
+             railscope_i{a=\"z\"} 1\n\
+             # EOF\n"
+        );
     }
 
     #[test]
@@ -507,25 +744,6 @@ mod tests {
         for n in [0u32, 7, 10, 127, 128, 4_000_000_000] {
             assert_eq!(Label::number(n).as_str(), n.to_string());
         }
-    }
-
-    #[test]
-    fn values() {
-        let mut out = String::new();
-        for v in [
-            Value::U64(u64::MAX),
-            Value::U64(0),
-            Value::U64(10),
-            Value::I64(-1),
-            Value::F64(1e6),
-            Value::F64(f64::NAN),
-            Value::F64(f64::INFINITY),
-            Value::F64(0.0015),
-        ] {
-            write_value(&mut out, v);
-            out.push(' ');
-        }
-        assert_eq!(out, "18446744073709551615 0 10 -1 1000000 NaN +Inf 0.0015 ");
     }
 
     #[test]
@@ -546,5 +764,96 @@ mod tests {
             Format::Prometheus
         );
         assert_eq!(Format::negotiate(None), Format::Prometheus);
+    }
+
+    /// About 20,000 samples shaped like a large node's scrape: 200 families of 100 samples;
+    /// counters (big integers, shared device labels), float and integer gauges (some with a
+    /// unit), info families with owned label values (a tenth of them needing escapes).
+    fn synthetic() -> Vec<Family> {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let devices: Vec<Label> = (0..16)
+            .map(|d| Label::shared(&format!("mlx5_{d}")))
+            .collect();
+        let mut families = Vec::new();
+        for f in 0..200usize {
+            let unit = if f % 3 == 0 { "_bytes" } else { "" };
+            let help = leak(format!("Synthetic family {f} of the encoding benchmark."));
+            let mut family = match f % 10 {
+                0..=5 => Family::counter(leak(format!("railscope_bench_counter_{f}{unit}")), help),
+                6..=8 => Family::gauge(leak(format!("railscope_bench_gauge_{f}{unit}")), help),
+                _ => Family::info(leak(format!("railscope_bench_{f}")), help),
+            };
+            family.reserve(100);
+            for s in 0..100usize {
+                let device = devices[s % 16].clone();
+                let port = Label::number((s / 16 + 1) as u32);
+                let direction = Label::Static(if s % 2 == 0 { "rx" } else { "tx" });
+                match f % 10 {
+                    0..=5 => family.push(
+                        [("device", device), ("port", port), ("direction", direction)],
+                        ((f * 1_000_003 + s * 7_919) as u64).wrapping_mul(1_000_000_007),
+                    ),
+                    6 | 7 => family.push(
+                        [("device", device), ("port", port)],
+                        s as f64 * 0.37 + f as f64 / 3.0,
+                    ),
+                    8 if s % 2 == 0 => {
+                        family.push([("device", device), ("port", port)], (s * 4096) as u64)
+                    }
+                    8 => family.push([("device", device), ("port", port)], -(s as i64)),
+                    _ => family.push(
+                        [
+                            ("device", device),
+                            ("port", port),
+                            ("fw_ver", Label::Owned(format!("28.39.{s}"))),
+                            ("board_id", Label::Owned("MT_0000000838".to_owned())),
+                            (
+                                "hca_type",
+                                Label::Owned(if s % 10 == 0 {
+                                    "MT4129 \"CX7\"".to_owned()
+                                } else {
+                                    "MT4129".to_owned()
+                                }),
+                            ),
+                        ],
+                        1u64,
+                    ),
+                }
+            }
+            families.push(family);
+        }
+        families
+    }
+
+    /// The cost of encoding alone: `cargo test -p railscope --release --lib
+    /// exposition::tests::encoding_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a benchmark; run it in release"]
+    fn encoding_cost() {
+        const RUNS: usize = 300;
+        let families: Arc<[Family]> = synthetic().into();
+        let samples: usize = families.iter().map(|f| f.samples.len()).sum();
+        for format in [Format::Prometheus, Format::OpenMetrics] {
+            let mut bytes = 0;
+            for _ in 0..RUNS / 10 {
+                bytes = encode(Arc::clone(&families), format).len();
+            }
+            let mut times: Vec<f64> = (0..RUNS)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    let text = encode(Arc::clone(&families), format);
+                    let elapsed = start.elapsed().as_secs_f64() * 1e6;
+                    std::hint::black_box(text);
+                    elapsed
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            let mean = times.iter().sum::<f64>() / times.len() as f64;
+            println!(
+                "encode {format:?}: {samples} samples, {bytes} bytes: median {:.0} µs, min {:.0} µs, mean {mean:.0} µs per encode ({RUNS} runs)",
+                times[RUNS / 2],
+                times[0]
+            );
+        }
     }
 }

@@ -10,7 +10,9 @@
 //! * `doctor`: `railscope doctor`, one collection (or a running agent's `/metrics`) read as
 //!   facts and diagnosed step by step, with the NCCL settings to use;
 //! * `mapping`: snapshot → metric families; `exposition`: families → Prometheus text
-//!   0.0.4 or OpenMetrics;
+//!   0.0.4 or OpenMetrics, through `prometheus-client`;
+//! * `otlp`: the same families pushed over OTLP (gRPC or HTTP) through the OpenTelemetry
+//!   SDK, from collections shared with scrapes, with a bounded queue;
 //! * `http`: `http::server`, the HTTP endpoints and the accept loop with its limits;
 //!   `http::web_config`, the `--web.config.file` (TLS, basic auth, headers) and its
 //!   reloads; `http::basic_auth`, bcrypt verification with a verdict cache.
@@ -28,6 +30,7 @@ pub(crate) mod inventory;
 pub(crate) mod lanes;
 pub(crate) mod logging;
 pub(crate) mod mapping;
+pub(crate) mod otlp;
 pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
@@ -183,17 +186,43 @@ async fn serve(
         read_header_timeout: config.read_header_timeout,
         request_timeout: config.request_timeout,
     };
-    let state = Arc::new(
-        server::AppState::new(
-            Arc::clone(&scheduler),
-            config.telemetry_path.clone(),
-            config.scrape_timeout_max,
-            config.scrape_timeout_offset,
-            Arc::clone(&web),
-            limits,
-        )
-        .with_expected(config.expected.clone()),
-    );
+    let mut state = server::AppState::new(
+        Arc::clone(&scheduler),
+        config.telemetry_path.clone(),
+        config.scrape_timeout_max,
+        config.scrape_timeout_offset,
+        Arc::clone(&web),
+        limits,
+    )
+    .with_expected(config.expected.clone());
+    let push = match &config.otlp {
+        Some(otlp) => {
+            let push = otlp::Push::start(
+                otlp,
+                Arc::clone(&scheduler),
+                Arc::clone(&state.expected),
+                config.scrape_timeout_max,
+            )
+            .map_err(|reason| {
+                RunError::Config(ConfigError {
+                    field: "--otlp.endpoint (otlp.endpoint)".to_owned(),
+                    reason,
+                })
+            })?;
+            tracing::info!(
+                endpoint = otlp.endpoint.as_str(),
+                protocol = ?otlp.protocol,
+                interval = ?otlp.interval,
+                queue_size = otlp.queue_size,
+                hardware_semconv = otlp.hardware_semconv,
+                "Pushing over OTLP."
+            );
+            state = state.with_otlp(push.stats());
+            Some(push)
+        }
+        None => None,
+    };
+    let state = Arc::new(state);
     // A first collection at start reports absent subsystems once and makes /-/ready true.
     let warm = Arc::clone(&state);
     tokio::spawn(async move {
@@ -208,6 +237,9 @@ async fn serve(
         server::shutdown_signal(),
     )
     .await?;
+    if let Some(push) = push {
+        push.stop(std::time::Duration::from_secs(2)).await;
+    }
     tracing::info!("Stopped.");
     Ok(())
 }

@@ -135,6 +135,8 @@ pub struct Scheduler {
     slots: Vec<SourceSlot>,
     collectors: Option<Collectors>,
     inflight: Mutex<Option<Arc<Inflight>>>,
+    /// The last collection a scrape was answered with, and when.
+    last: Mutex<Option<(Instant, Arc<Collection>)>>,
     sequence: AtomicU64,
     requests: AtomicU64,
     logged_absent: Mutex<HashSet<&'static str>>,
@@ -181,6 +183,7 @@ impl Scheduler {
                 .collect(),
             collectors: None,
             inflight: Mutex::new(None),
+            last: Mutex::new(None),
             sequence: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             logged_absent: Mutex::new(HashSet::new()),
@@ -238,7 +241,24 @@ impl Scheduler {
             }
         };
         inflight.wait(deadline + JOIN_GRACE).await;
-        Arc::new(inflight.view(&self.source_names()))
+        let collection = Arc::new(inflight.view(&self.source_names()));
+        *lock(&self.last) = Some((Instant::now(), Arc::clone(&collection)));
+        collection
+    }
+
+    /// Like [`Scheduler::collect`], but a collection that finished at most `max_age` ago
+    /// answers at once (OTLP push shares scrapes' collections this way).
+    pub async fn collect_recent(
+        self: &Arc<Self>,
+        max_age: Duration,
+        timeout: Duration,
+    ) -> Arc<Collection> {
+        if let Some((at, collection)) = lock(&self.last).as_ref()
+            && at.elapsed() <= max_age
+        {
+            return Arc::clone(collection);
+        }
+        self.collect(timeout).await
     }
 
     /// Starts a collection with `deadline`: every source on a blocking thread, and a task that

@@ -330,11 +330,8 @@ fn kubernetes_base_renders_with_rules_and_dashboards() {
     }
 }
 
-/// The `workload-kubelet` component, in an overlay of the base: the kubelet's pod-resources
-/// directory (not the socket, which a restarted kubelet replaces) read-only at the same path,
-/// the socket flag, and uid 0 for the container alone, with every capability still dropped.
-#[test]
-fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
+/// The base with `components/<component>`, rendered by `kubectl kustomize` in an overlay.
+fn render_with_component(component: &str) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     // kustomize takes other kustomizations by relative path only.
     let up = "../".repeat(dir.path().components().count() - 1);
@@ -347,12 +344,71 @@ fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
         format!(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{}]\ncomponents: [{}]\n",
             rel("packaging/kubernetes"),
-            rel("packaging/kubernetes/components/workload-kubelet")
+            rel(&format!("packaging/kubernetes/components/{component}"))
         ),
     )
     .unwrap();
     let rendered = run_ok(Command::new("kubectl").arg("kustomize").arg(dir.path()));
-    let docs = yaml_to_json(&rendered).as_array().unwrap().clone();
+    yaml_to_json(&rendered).as_array().unwrap().clone()
+}
+
+/// The `otlp-push` component: the endpoint and interval flags, the node name from the
+/// downward API, and nothing else changed (the push only connects out).
+#[test]
+fn otlp_push_component_adds_the_endpoint_and_the_node_name() {
+    let base = yaml_to_json(&run_ok(
+        Command::new("kubectl")
+            .arg("kustomize")
+            .arg(workspace().join("packaging/kubernetes")),
+    ))
+    .as_array()
+    .unwrap()
+    .clone();
+    let docs = render_with_component("otlp-push");
+    let before = &object(&base, "DaemonSet")["spec"]["template"]["spec"]["containers"][0];
+    let c = &object(&docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &args[3..],
+        [
+            "--otlp.endpoint=http://opentelemetry-collector.opentelemetry.svc:4317",
+            "--otlp.interval=30s"
+        ]
+    );
+    let node = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "NODE_NAME")
+        .expect("NODE_NAME");
+    assert_eq!(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+    for key in ["securityContext", "volumeMounts", "env", "ports"] {
+        assert_eq!(c[key], before[key], "{key} changed");
+    }
+    // The flags parse: the agent accepts them.
+    let out = Command::new(binary())
+        .args(&args[3..])
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `workload-kubelet` component, in an overlay of the base: the kubelet's pod-resources
+/// directory (not the socket, which a restarted kubelet replaces) read-only at the same path,
+/// the socket flag, and uid 0 for the container alone, with every capability still dropped.
+#[test]
+fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
+    let docs = render_with_component("workload-kubelet");
     let pod = &object(&docs, "DaemonSet")["spec"]["template"]["spec"];
     // The pod stays non-root by default; only the container is root, without capabilities.
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
@@ -506,6 +562,7 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
         "/usr/lib/systemd/system/railscope.service",
         "/etc/default/railscope",
         "/usr/share/doc/railscope/examples/railscope.yml",
+        "/usr/share/doc/railscope/examples/otel-collector-otlp.yaml",
         "/usr/share/doc/railscope/README.md",
         "/usr/share/doc/railscope/copyright",
         "/usr/share/railscope/alerts/railscope.rules.yml",

@@ -81,6 +81,8 @@ pub(crate) struct AppState {
     pub(crate) in_flight: Option<Arc<Semaphore>>,
     /// The expected inventory, exported with each scrape.
     pub(crate) expected: Arc<Inventory>,
+    /// OTLP push counters, exported with each scrape when the push runs.
+    pub(crate) otlp: Option<Arc<crate::otlp::Stats>>,
 }
 
 impl AppState {
@@ -105,12 +107,19 @@ impl AppState {
             in_flight: (limits.max_requests > 0)
                 .then(|| Arc::new(Semaphore::new(limits.max_requests))),
             expected: Arc::new(Inventory::default()),
+            otlp: None,
         }
     }
 
     /// The same state, exporting the expected inventory `expected`.
     pub(crate) fn with_expected(mut self, expected: Inventory) -> AppState {
         self.expected = Arc::new(expected);
+        self
+    }
+
+    /// Exports the OTLP push's counters with each scrape.
+    pub(crate) fn with_otlp(mut self, stats: Arc<crate::otlp::Stats>) -> AppState {
+        self.otlp = Some(stats);
         self
     }
 }
@@ -240,6 +249,7 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
     state.ready.store(true, Ordering::Release);
     let totals = state.scheduler.totals();
     let expected = Arc::clone(&state.expected);
+    let otlp = state.otlp.clone();
     let body = tokio::task::spawn_blocking(move || {
         let process = match process::read() {
             Ok(p) => Some(p),
@@ -248,10 +258,11 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
                 None
             }
         };
-        exposition::encode(
-            &mapping::families(&collection, &totals, process.as_ref(), &expected),
-            format,
-        )
+        let mut families = mapping::families(&collection, &totals, process.as_ref(), &expected);
+        if let Some(otlp) = &otlp {
+            families.extend(crate::otlp::families(otlp));
+        }
+        exposition::encode(families, format)
     })
     .await;
     match body {

@@ -65,7 +65,7 @@ mod tests {
                 pfc,
             }],
         };
-        let text = encode(&families(&snapshot), Format::Prometheus);
+        let text = encode(families(&snapshot), Format::Prometheus);
         for line in [
             "railscope_dcb_pfc_capability{netdev=\"ens1f0np0\"} 8",
             "railscope_dcb_pfc_enabled{netdev=\"ens1f0np0\",priority=\"3\"} 1",
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn no_netdevs_no_series() {
-        let text = encode(&families(&Snapshot::default()), Format::Prometheus);
+        let text = encode(families(&Snapshot::default()), Format::Prometheus);
         assert_eq!(text, "");
     }
 }

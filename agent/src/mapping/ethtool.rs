@@ -511,7 +511,7 @@ mod tests {
             ],
         };
         let f = families(&snapshot);
-        let text = encode(&f, Format::Prometheus);
+        let text = encode(f.as_slice(), Format::Prometheus);
         for family in &f {
             assert!(family.name.starts_with("railscope_"));
             assert!(!family.name.contains("counter"));

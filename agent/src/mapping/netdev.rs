@@ -146,7 +146,7 @@ mod tests {
                 },
             }],
         };
-        let text = encode(&families(&snapshot), Format::Prometheus);
+        let text = encode(families(&snapshot), Format::Prometheus);
         for line in [
             "railscope_netdev_info{netdev=\"ens1f0np0\",operstate=\"up\",address=\"0c:42:a1:78:91:f4\",driver=\"mlx5_core\",source=\"sysfs\"} 1",
             "railscope_netdev_up{netdev=\"ens1f0np0\"} 1",

@@ -902,9 +902,11 @@ fn read_nvlinks(
                 (FI_NVLINK_THROUGHPUT_DATA_RX, link),
             ],
         ) {
-            // The throughput fields count KiB.
-            nv.tx_bytes = values.first().and_then(|r| r.ok()).map(|v| v * 1024.0);
-            nv.rx_bytes = values.get(1).and_then(|r| r.ok()).map(|v| v * 1024.0);
+            // The throughput fields count KiB (unsigned 64-bit values; exact as doubles up to
+            // 2^53 KiB, 8 EiB).
+            let bytes = |v: f64| (v.max(0.0) as u64).saturating_mul(1024);
+            nv.tx_bytes = values.first().and_then(|r| r.ok()).map(bytes);
+            nv.rx_bytes = values.get(1).and_then(|r| r.ok()).map(bytes);
         }
         nvlinks.push(nv);
     }

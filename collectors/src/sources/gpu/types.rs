@@ -82,9 +82,9 @@ pub struct NvLink {
     /// `local_link_integrity`, `xmit_discards`, `effective`, `symbol`.
     pub errors: Vec<(&'static str, u64)>,
     /// Data bytes sent (NVML field 138 with this link as scope; KiB in NVML, converted).
-    pub tx_bytes: Option<f64>,
+    pub tx_bytes: Option<u64>,
     /// Data bytes received (field 139).
-    pub rx_bytes: Option<f64>,
+    pub rx_bytes: Option<u64>,
     /// NVLink5 link recoveries by result (`successful`, `failed`: fields 213, 214).
     pub recoveries: Vec<(&'static str, u64)>,
     /// NVLink5 effective bit error rate (field 220, decoded).
