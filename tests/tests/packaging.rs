@@ -290,12 +290,7 @@ fn kubernetes_base_renders_with_rules_and_dashboards() {
             .any(|t| t["key"] == "nvidia.com/gpu")
     );
     let c = &pod["containers"][0];
-    let args: Vec<&str> = c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = args_of(c);
     assert!(args.contains(&"--path.sysfs=/host/sys"), "{args:?}");
     assert!(args.contains(&"--path.procfs=/host/proc"), "{args:?}");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/-/ready");
@@ -330,6 +325,16 @@ fn kubernetes_base_renders_with_rules_and_dashboards() {
     }
 }
 
+/// A container's arguments.
+fn args_of(container: &serde_json::Value) -> Vec<&str> {
+    container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
+}
+
 /// The base with `components/<component>`, rendered by `kubectl kustomize` in an overlay.
 fn render_with_component(component: &str) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
@@ -356,23 +361,11 @@ fn render_with_component(component: &str) -> Vec<serde_json::Value> {
 /// downward API, and nothing else changed (the push only connects out).
 #[test]
 fn otlp_push_component_adds_the_endpoint_and_the_node_name() {
-    let base = yaml_to_json(&run_ok(
-        Command::new("kubectl")
-            .arg("kustomize")
-            .arg(workspace().join("packaging/kubernetes")),
-    ))
-    .as_array()
-    .unwrap()
-    .clone();
+    let base = kustomize();
     let docs = render_with_component("otlp-push");
     let before = &object(&base, "DaemonSet")["spec"]["template"]["spec"]["containers"][0];
     let c = &object(&docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0];
-    let args: Vec<&str> = c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = args_of(c);
     assert_eq!(
         &args[3..],
         [
@@ -421,12 +414,7 @@ fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
     assert_eq!(sc["allowPrivilegeEscalation"], false);
     assert_eq!(sc["privileged"], false);
     assert_eq!(sc["readOnlyRootFilesystem"], true);
-    let args: Vec<&str> = c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = args_of(c);
     assert!(
         args.contains(
             &"--collector.workload.kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock"
