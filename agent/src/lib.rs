@@ -20,6 +20,8 @@
 //! Only what `main` and [`build_scheduler`]'s signature need is public; the modules named
 //! without links are crate-private (`cargo doc --document-private-items` shows them).
 
+#[doc(hidden)]
+pub mod bench;
 pub(crate) mod build_info;
 pub mod collection;
 pub mod config;

@@ -318,13 +318,57 @@ fn receiver_outage_loses_nothing_past_the_queue_bound_and_memory_stays_flat() {
     let waiting = value(&samples, "railscope_otlp_queue_batches", &[]);
     assert_eq!(
         value(&samples, "railscope_otlp_rejected_batches_total", &[]),
-        0.0
+        0.0,
+        "a batch was refused for good:\n{}",
+        agent.log()
     );
     assert!(
         (made - exported - dropped - waiting).abs() <= 1.0,
         "made {made}, exported {exported}, dropped {dropped}, waiting {waiting}"
     );
     assert!(receiver.received.len() as f64 >= exported - 1.0);
+}
+
+/// An endpoint that accepts connections and never answers holds an export for its whole
+/// timeout; scrapes are answered meanwhile, and the push counts the failure.
+#[test]
+fn an_endpoint_that_never_answers_does_not_hold_scrapes() {
+    let hole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hole.local_addr().unwrap().port();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = std::sync::Arc::clone(&held);
+    std::thread::spawn(move || {
+        for stream in hole.incoming().flatten() {
+            keep.lock().unwrap().push(stream);
+        }
+    });
+    let endpoint = format!("--otlp.endpoint=http://127.0.0.1:{port}");
+    let agent = agent(&[
+        &endpoint,
+        "--otlp.protocol=http/protobuf",
+        "--otlp.interval=200ms",
+        "--otlp.timeout=20s",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while held.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the push never connected");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // An export is now waiting on the silent endpoint for up to 20 s.
+    for _ in 0..5 {
+        let started = Instant::now();
+        let samples = parse_samples(&agent.scrape());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a scrape took {:?} while an export hung",
+            started.elapsed()
+        );
+        assert_eq!(
+            value(&samples, "railscope_otlp_exported_batches_total", &[]),
+            0.0
+        );
+        assert!(value(&samples, "railscope_otlp_batches_total", &[]) >= 1.0);
+    }
 }
 
 fn tls_with_a_client_certificate(transport: Transport) {

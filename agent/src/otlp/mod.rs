@@ -114,7 +114,7 @@ pub(crate) fn families(stats: &Stats) -> Vec<Family> {
         ),
         counter(
             "railscope_otlp_rejected_batches",
-            "OTLP batches the endpoint refused for good (HTTP 4xx, gRPC INVALID_ARGUMENT, ...), dropped.",
+            "OTLP batches the endpoint refused for good (HTTP 4xx other than 408 and 429, gRPC INVALID_ARGUMENT, UNAUTHENTICATED, ...), dropped.",
             &stats.rejected,
         ),
     ];

@@ -4,11 +4,12 @@
 //!   batches are already waiting, the oldest is dropped and counted. Memory is bounded by
 //!   the queue, whatever the endpoint does.
 //! * The sender exports the oldest batch first. A batch the endpoint could not take for a
-//!   reason that may pass (no connection, a timeout, gRPC `UNAVAILABLE`, HTTP 429/502/503/
-//!   504, as the OTLP specification lists them) goes back to the head and is tried again
-//!   after a backoff (from 1 s, doubling, up to the interval and at most 30 s). One it
-//!   refused for good (HTTP 400, gRPC `INVALID_ARGUMENT`, ...) is dropped and counted as
-//!   rejected, so it cannot hold the queue up.
+//!   reason that may pass (no connection, a timeout, a connection broken mid-request, gRPC
+//!   `UNAVAILABLE` and the other codes that are not refusals, HTTP 408, 429 and 5xx) goes back to the head and is tried
+//!   again after a backoff (from 1 s, doubling, up to the interval and at most 30 s). One it
+//!   refused for good (HTTP 4xx other than 408/429, gRPC `INVALID_ARGUMENT`,
+//!   `UNAUTHENTICATED`, ...) is dropped and counted as rejected, so it cannot hold the
+//!   queue up.
 //! * Batches keep the time they were made: after an outage the endpoint receives them in
 //!   order with their own timestamps.
 
@@ -172,28 +173,34 @@ impl Queue {
     }
 }
 
-/// Whether an export error says the endpoint will never take this batch. The OTLP
-/// exporter's messages end in the gRPC code or the HTTP status; everything else (no
-/// connection, a timeout) may pass.
+/// Whether an export error says the endpoint understood the batch and will never take it.
+/// The OTLP exporter's messages end in the gRPC code or the HTTP status. Only refusals are
+/// permanent: gRPC `INVALID_ARGUMENT`, `NOT_FOUND`, `ALREADY_EXISTS`, `PERMISSION_DENIED`,
+/// `UNAUTHENTICATED`, `FAILED_PRECONDITION`, `UNIMPLEMENTED`, and HTTP 4xx other than 408
+/// and 429. Everything else may pass and is tried again: no connection, a timeout, the
+/// codes the OTLP specification calls retryable, and what a connection broken mid-request
+/// reports (tonic says `UNKNOWN` or `INTERNAL` then, as when a collector restarts).
 fn permanent(error: &str) -> bool {
     if let Some((_, code)) = error.split_once("gRPC code: ") {
         let code = code.split(|c: char| !c.is_ascii_alphanumeric()).next();
-        return !matches!(
+        return matches!(
             code,
             Some(
-                "Cancelled"
-                    | "DeadlineExceeded"
-                    | "Aborted"
-                    | "OutOfRange"
-                    | "Unavailable"
-                    | "DataLoss"
-                    | "ResourceExhausted"
+                "InvalidArgument"
+                    | "NotFound"
+                    | "AlreadyExists"
+                    | "PermissionDenied"
+                    | "Unauthenticated"
+                    | "FailedPrecondition"
+                    | "Unimplemented"
             )
         );
     }
     if let Some((_, status)) = error.split_once("status code: ") {
         let status: String = status.chars().take_while(char::is_ascii_digit).collect();
-        return !matches!(status.as_str(), "429" | "502" | "503" | "504");
+        return status.len() == 3
+            && status.starts_with('4')
+            && !matches!(status.as_str(), "408" | "429");
     }
     false
 }
@@ -210,7 +217,19 @@ mod tests {
         assert!(!permanent(
             "TonicMetricsClient.Export export failed with gRPC code: Unavailable: transport error"
         ));
+        assert!(!permanent(
+            "TonicMetricsClient.Export export failed with gRPC code: Unknown: transport error"
+        ));
+        assert!(!permanent(
+            "TonicMetricsClient.Export export failed with gRPC code: Internal: h2 protocol error"
+        ));
+        assert!(permanent(
+            "TonicMetricsClient.Export export failed with gRPC code: Unauthenticated"
+        ));
         assert!(permanent("HTTP export failed with status code: 400"));
+        assert!(permanent("HTTP export failed with status code: 413"));
+        assert!(!permanent("HTTP export failed with status code: 429"));
+        assert!(!permanent("HTTP export failed with status code: 500"));
         assert!(!permanent("HTTP export failed with status code: 503"));
         assert!(!permanent("client error (Connect): tcp connect error"));
     }
