@@ -35,8 +35,8 @@ use crate::exposition::{self, Format};
 use crate::http::basic_auth::BasicAuth;
 use crate::http::web_config::WebState;
 use crate::inventory::Inventory;
+use crate::mapping;
 use crate::scheduler::{Scheduler, scrape_timeout};
-use crate::{mapping, process};
 
 /// The largest request head (request line and headers) read; past it the answer is 431.
 pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -251,18 +251,10 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
     let expected = Arc::clone(&state.expected);
     let otlp = state.otlp.clone();
     let body = tokio::task::spawn_blocking(move || {
-        let process = match process::read() {
-            Ok(p) => Some(p),
-            Err(error) => {
-                tracing::debug!(%error, "Failed to read the agent's own process statistics.");
-                None
-            }
-        };
-        let mut families = mapping::families(&collection, &totals, process.as_ref(), &expected);
-        if let Some(otlp) = &otlp {
-            families.extend(crate::otlp::families(otlp));
-        }
-        exposition::encode(families, format)
+        exposition::encode(
+            mapping::exposed(&collection, &totals, &expected, otlp.as_deref()),
+            format,
+        )
     })
     .await;
     match body {

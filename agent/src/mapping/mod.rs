@@ -19,6 +19,29 @@ use crate::exposition::Family;
 use crate::inventory::Inventory;
 use crate::process::ProcessStats;
 
+/// What `/metrics` serves and OTLP pushes for one collection: its families, the agent's
+/// own process statistics (read now; absent, and logged at debug, when they cannot be), and
+/// the push's counters when the push runs.
+pub(crate) fn exposed(
+    collection: &Collection,
+    totals: &Totals,
+    expected: &Inventory,
+    otlp: Option<&crate::otlp::Stats>,
+) -> Vec<Family> {
+    let process = match crate::process::read() {
+        Ok(p) => Some(p),
+        Err(error) => {
+            tracing::debug!(%error, "Failed to read the agent's own process statistics.");
+            None
+        }
+    };
+    let mut out = families(collection, totals, process.as_ref(), expected);
+    if let Some(otlp) = otlp {
+        out.extend(crate::otlp::families(otlp));
+    }
+    out
+}
+
 /// Every family of one scrape, with the expected inventory's families when one is
 /// configured.
 pub fn families(

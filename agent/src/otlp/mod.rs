@@ -297,10 +297,7 @@ async fn produce(p: Producer) {
             Arc::clone(&p.batcher),
         );
         let made = tokio::task::spawn_blocking(move || {
-            let process = crate::process::read().ok();
-            let mut families =
-                crate::mapping::families(&collection, &totals, process.as_ref(), &expected);
-            families.extend(crate::otlp::families(&stats));
+            let families = crate::mapping::exposed(&collection, &totals, &expected, Some(&stats));
             batch::lock(&batcher).batch(families)
         })
         .await;
