@@ -158,41 +158,75 @@ fn listed_fds() -> io::Result<u64> {
 /// The allocator's trim and mmap thresholds while collecting: 8 MiB and 4 MiB.
 const TRIM_THRESHOLD: i32 = 8 << 20;
 const MMAP_THRESHOLD: i32 = 4 << 20;
+/// The most glibc arenas: as many as collection lanes may run at once
+/// (`scheduler::collect_width`).
+const ARENA_MAX: i32 = 4;
 
-/// Keeps glibc from giving memory back to the kernel between scrapes only to fault it in
-/// again on the next one. By default a freed block over 128 KiB (a scrape's sample array,
-/// its text) is unmapped, and an arena whose free top passes 128 KiB is trimmed with
-/// `madvise`: every scrape then pays the system calls and the page faults of its own
-/// buffers again, about 5 % of an infiniband scrape's CPU here. With the thresholds above
-/// that memory stays with the arena and is reused. Peak resident memory does not change
-/// (it is reached during a scrape either way); between scrapes the agent stays at its peak.
-/// Left alone when `GLIBC_TUNABLES` or a `MALLOC_*_` variable sets the allocator up.
+/// Sets glibc's allocator up for a process that does the same work every scrape.
+///
+/// * **Thresholds.** By default a freed block over 128 KiB (a scrape's sample array, its
+///   text) is unmapped, and an arena whose free top passes 128 KiB is trimmed with
+///   `madvise`: every scrape then pays the system calls and the page faults of its own
+///   buffers again, about 5 % of an infiniband scrape's CPU here. With the thresholds above
+///   that memory stays with the arena and is reused. Peak resident memory does not change
+///   (it is reached during a scrape either way); between scrapes the agent stays at its peak.
+/// * **Arenas.** glibc gives each thread that allocates an arena of its own, up to eight per
+///   CPU, and each arena keeps its own free memory. The agent's collection lanes, GPU
+///   threads, runtime workers and blocking threads (25 with eight GPUs) then fragment 16
+///   arenas on two CPUs and one each on a large node, and resident memory crept up over
+///   thousands of scrapes although the heap in use stayed flat. Four arenas, one per lane at most, took
+///   that creep from +1.9 to +0.9 MiB over 20,000 back-to-back scrapes with eight GPUs (flat
+///   after the first 90 s) and their RSS from 26.4 to 20.4 MiB, for at most 5 % more CPU
+///   per scrape (none measurable with the default collectors alone).
+///
+/// Left alone when `GLIBC_TUNABLES` or a `MALLOC_*` variable sets the allocator up.
 pub(crate) fn tune_allocator() {
-    let set_by_user = std::env::vars_os().any(|(k, _)| {
-        let k = k.to_string_lossy();
-        k == "GLIBC_TUNABLES" || (k.starts_with("MALLOC_") && k.ends_with('_'))
-    });
-    if !set_by_user {
-        set_thresholds();
+    if !set_by_user(std::env::vars_os().map(|(k, _)| k)) {
+        set_up();
     }
+}
+
+/// Whether the environment already tunes glibc's allocator: `GLIBC_TUNABLES`, or one of its
+/// `MALLOC_*` variables (`MALLOC_ARENA_MAX`, `MALLOC_TRIM_THRESHOLD_`, ...).
+fn set_by_user(mut keys: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    keys.any(|k| {
+        let k = k.to_string_lossy();
+        k == "GLIBC_TUNABLES" || k.starts_with("MALLOC_")
+    })
 }
 
 #[cfg(target_env = "gnu")]
 #[allow(unsafe_code)]
-fn set_thresholds() {
+fn set_up() {
     // SAFETY: mallopt takes two integers; it is called before any thread is started.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
         libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+        libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX);
     }
 }
 
 #[cfg(not(target_env = "gnu"))]
-fn set_thresholds() {}
+fn set_up() {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_allocator_is_left_alone_when_the_environment_tunes_it() {
+        let keys = |ks: &[&str]| ks.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert!(!set_by_user(
+            keys(&["PATH", "HOME", "RAILSCOPE_X"]).into_iter()
+        ));
+        for set in [
+            "GLIBC_TUNABLES",
+            "MALLOC_ARENA_MAX",
+            "MALLOC_TRIM_THRESHOLD_",
+        ] {
+            assert!(set_by_user(keys(&["PATH", set]).into_iter()), "{set}");
+        }
+    }
 
     #[test]
     fn reads_this_process() {
