@@ -174,10 +174,10 @@ const ARENA_MAX: i32 = 4;
 ///   CPU, and each arena keeps its own free memory. The agent's collection lanes, GPU
 ///   threads, runtime workers and blocking threads (25 with eight GPUs) then fragment 16
 ///   arenas on two CPUs and one each on a large node, and resident memory crept up over
-///   thousands of scrapes although the heap in use stayed flat. Four arenas, one per lane at most, took
-///   that creep from +1.9 to +0.9 MiB over 20,000 back-to-back scrapes with eight GPUs (flat
-///   after the first 90 s) and their RSS from 26.4 to 20.4 MiB, for at most 5 % more CPU
-///   per scrape (none measurable with the default collectors alone).
+///   thousands of scrapes although the heap in use stayed flat. Four arenas, as many as
+///   lanes, took that creep from +1.9 to +0.9 MiB over 20,000 back-to-back scrapes with
+///   eight GPUs (flat after the first 90 s) and the RSS from 26.4 to 20.4 MiB, for at most
+///   5 % more CPU per scrape (none measurable with the default collectors alone).
 ///
 /// Left alone when `GLIBC_TUNABLES` or a `MALLOC_*` variable sets the allocator up.
 pub(crate) fn tune_allocator() {
