@@ -11,94 +11,11 @@
 //! is exported only when its collector completed: a collector that failed says so itself
 //! (`railscope_collector_success`), and a count of 0 from it would be a false page.
 
-use serde::Deserialize;
-
+use crate::cli::expected::Inventory;
 use crate::collection::Collection;
-use crate::config::{ConfigError, config_error};
 use crate::exposition::{Family, Label};
 
-/// The config file's `expected` section.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub(crate) struct FileExpected {
-    gpus: Option<u64>,
-    rdma_ports: Option<u64>,
-    rdma_port_rate_gbps: Option<f64>,
-    rdma_port_width: Option<u64>,
-    nvlinks_per_gpu: Option<u64>,
-    pcie_generation: Option<u64>,
-    pcie_width: Option<u64>,
-}
-
-/// What a node must have. Every field is optional; an empty inventory exports nothing.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct Inventory {
-    pub(crate) gpus: Option<u64>,
-    pub(crate) rdma_ports: Option<u64>,
-    /// Bytes per second (the config gives Gb/s).
-    pub(crate) rdma_port_rate: Option<f64>,
-    pub(crate) rdma_port_width: Option<u64>,
-    pub(crate) nvlinks_per_gpu: Option<u64>,
-    /// Transfers per second of the generation's link speed.
-    pub(crate) pcie_speed: Option<f64>,
-    pub(crate) pcie_width: Option<u64>,
-}
-
-/// A PCIe generation's link speed in transfers per second.
-fn generation_speed(generation: u64) -> Option<f64> {
-    Some(match generation {
-        1 => 2.5e9,
-        2 => 5e9,
-        3 => 8e9,
-        4 => 16e9,
-        5 => 32e9,
-        6 => 64e9,
-        _ => return None,
-    })
-}
-
 impl Inventory {
-    /// Validates the file's section; a bad value names its key.
-    pub(crate) fn from_file(file: Option<FileExpected>) -> Result<Inventory, ConfigError> {
-        let Some(f) = file else {
-            return Ok(Inventory::default());
-        };
-        let positive = |key: &str, v: Option<u64>| match v {
-            Some(0) => Err(config_error(
-                format!("expected.{key}"),
-                "expected a whole number above 0 (leave the key out to check nothing)",
-            )),
-            v => Ok(v),
-        };
-        let rate = match f.rdma_port_rate_gbps {
-            Some(r) if !(r.is_finite() && r > 0.0) => {
-                return Err(config_error(
-                    "expected.rdma-port-rate-gbps",
-                    "expected a rate in Gb/s above 0, such as 400",
-                ));
-            }
-            r => r.map(|g| g * 1e9 / 8.0),
-        };
-        let pcie_speed = match f.pcie_generation {
-            None => None,
-            Some(g) => Some(generation_speed(g).ok_or_else(|| {
-                config_error(
-                    "expected.pcie-generation",
-                    format!("{g}: expected a PCIe generation from 1 to 6"),
-                )
-            })?),
-        };
-        Ok(Inventory {
-            gpus: positive("gpus", f.gpus)?,
-            rdma_ports: positive("rdma-ports", f.rdma_ports)?,
-            rdma_port_rate: rate,
-            rdma_port_width: positive("rdma-port-width", f.rdma_port_width)?,
-            nvlinks_per_gpu: positive("nvlinks-per-gpu", f.nvlinks_per_gpu)?,
-            pcie_speed,
-            pcie_width: positive("pcie-width", f.pcie_width)?,
-        })
-    }
-
     fn is_empty(&self) -> bool {
         *self == Inventory::default()
     }

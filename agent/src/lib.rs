@@ -1,8 +1,8 @@
 //! `railscope`: the node telemetry agent.
 //!
 //! The binary is a thin `main` over [`run`]. Principal pieces:
-//! * [`config`]: flags and the YAML config file, merged and validated into a
-//!   [`config::Config`];
+//! * [`cli`]: the ground floor, every flag and config-file key, typed, one home per
+//!   feature, validated into a [`cli::Config`]; it imports no feature module;
 //! * [`scheduler::Scheduler`]: hands each collection of the enabled sources of
 //!   `railscope-collectors` its deadline (the earliest among the scrapes waiting), takes each
 //!   source's outcome up as it comes, and lets concurrent scrapes share one collection;
@@ -23,8 +23,8 @@
 #[doc(hidden)]
 pub mod bench;
 pub(crate) mod build_info;
+pub mod cli;
 pub mod collection;
-pub mod config;
 pub(crate) mod doctor;
 pub(crate) mod exposition;
 pub(crate) mod http;
@@ -33,6 +33,7 @@ pub(crate) mod lanes;
 pub(crate) mod logging;
 pub(crate) mod mapping;
 pub(crate) mod otlp;
+pub(crate) mod pem;
 pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
@@ -43,7 +44,7 @@ use std::sync::Arc;
 
 use railscope_collectors::Collectors;
 
-use crate::config::{Config, ConfigError, Invocation};
+use crate::cli::{Config, ConfigError, Invalid, Invocation, Mode};
 use crate::http::web_config::{WebConfig, WebState};
 use crate::http::{server, web_config};
 use crate::scheduler::Scheduler;
@@ -51,10 +52,10 @@ use crate::scheduler::Scheduler;
 /// Why the agent stopped with a failure.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Invalid flags or configuration. The message is the whole story: no `#[source]`, so
-    /// that `{:#}` does not print it twice.
-    #[error("invalid configuration: {0}")]
-    Config(ConfigError),
+    /// Invalid flags or configuration, and the command they were for. The message is the
+    /// whole story: no `#[source]`, so that `{:#}` does not print it twice.
+    #[error("invalid configuration: {}", .0.error)]
+    Config(Invalid),
     /// The listen address could not be bound.
     #[error("failed to listen on {address}: {source}")]
     Listen {
@@ -70,7 +71,29 @@ pub enum RunError {
 
 impl From<ConfigError> for RunError {
     fn from(error: ConfigError) -> Self {
-        RunError::Config(error)
+        RunError::Config(Invalid {
+            error,
+            mode: Mode::Agent,
+        })
+    }
+}
+
+impl From<Invalid> for RunError {
+    fn from(invalid: Invalid) -> Self {
+        RunError::Config(invalid)
+    }
+}
+
+impl RunError {
+    /// The process's exit status for this failure: doctor's "could not run" is 3 (its 1 and
+    /// 2 are verdicts); the agent's is 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Config(Invalid {
+                mode: Mode::Doctor, ..
+            }) => 3,
+            _ => 1,
+        }
     }
 }
 
@@ -92,7 +115,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let config = match config::parse(args)? {
+    let config = match cli::parse(args)? {
         Invocation::Print(text) => {
             print!("{text}");
             return Ok(Outcome::Printed);
@@ -105,7 +128,14 @@ where
     process::tune_allocator();
     let scheduler = Arc::new(build_scheduler(&config)?);
     let web = Arc::new(load_web_config(&config)?);
-    logging::init(config.log_level, config.log_format);
+    logging::init(config.log.level, config.log.format);
+    for (old, new) in &config.deprecated {
+        tracing::warn!(
+            old = format!("--{old}"),
+            new = format!("--{new}"),
+            "A deprecated flag or config key is set; use its new name."
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(64)
@@ -119,24 +149,26 @@ where
 /// Builds every enabled source; an invalid option names its flag.
 pub fn build_scheduler(config: &Config) -> Result<Scheduler, ConfigError> {
     let enabled = config
+        .collection
         .collectors
         .iter()
         .filter(|c| c.enabled)
         .map(|c| (c.spec, &c.options));
-    let collectors = Collectors::build(&config.roots, enabled).map_err(|e| ConfigError {
-        field: format!(
-            "--collector.{}.{} (collectors.{}.{})",
-            e.source_name, e.error.option, e.source_name, e.error.option
-        ),
-        reason: e.error.reason,
-    })?;
-    collectors.set_refused_backoff(config.refused_backoff);
+    let collectors =
+        Collectors::build(&config.collection.roots, enabled).map_err(|e| ConfigError {
+            field: format!(
+                "--collector.{}.{} (collectors.{}.{})",
+                e.source_name, e.error.option, e.source_name, e.error.option
+            ),
+            reason: e.error.reason,
+        })?;
+    collectors.set_refused_backoff(config.collection.refused_backoff);
     Ok(Scheduler::new(collectors))
 }
 
 /// Loads `--web.config.file`; an invalid file names the file and the key.
 pub(crate) fn load_web_config(config: &Config) -> Result<WebState, ConfigError> {
-    let Some(path) = &config.web_config_file else {
+    let Some(path) = &config.web.config_file else {
         return Ok(WebState::new(None, WebConfig::plain()));
     };
     let web = web_config::load(path).map_err(|e| ConfigError {
@@ -155,10 +187,10 @@ async fn serve(
     scheduler: Arc<Scheduler>,
     web: Arc<WebState>,
 ) -> Result<(), RunError> {
-    let listener = server::bind(&config.listen_address)
+    let listener = server::bind(&config.web.listen_address)
         .await
         .map_err(|source| RunError::Listen {
-            address: config.listen_address.clone(),
+            address: config.web.listen_address.clone(),
             source,
         })?;
     let local = listener.local_addr()?;
@@ -167,32 +199,32 @@ async fn serve(
         version = build_info::VERSION,
         revision = build_info::REVISION,
         address = %local,
-        telemetry_path = config.telemetry_path.as_str(),
-        sysfs = %config.roots.sysfs.display(),
-        procfs = %config.roots.procfs.display(),
+        telemetry_path = config.web.telemetry_path.as_str(),
+        sysfs = %config.collection.roots.sysfs.display(),
+        procfs = %config.collection.roots.procfs.display(),
         collectors = enabled.as_str(),
         tls = web.current().tls.is_some(),
         basic_auth = !web.current().users.is_empty(),
-        max_requests = config.max_requests,
+        max_requests = config.web.max_requests,
         "Starting railscope."
     );
-    if config.request_timeout <= config.scrape_timeout_max {
+    if config.web.request_timeout <= config.collection.timeout_max {
         tracing::warn!(
-            request_timeout = ?config.request_timeout,
-            scrape_timeout_max = ?config.scrape_timeout_max,
+            request_timeout = ?config.web.request_timeout,
+            scrape_timeout_max = ?config.collection.timeout_max,
             "--web.request-timeout is not above --scrape.timeout-max: slow collections will be answered 503."
         );
     }
     let limits = server::Limits {
-        max_requests: config.max_requests,
-        read_header_timeout: config.read_header_timeout,
-        request_timeout: config.request_timeout,
+        max_requests: config.web.max_requests,
+        read_header_timeout: config.web.read_header_timeout,
+        request_timeout: config.web.request_timeout,
     };
     let mut state = server::AppState::new(
         Arc::clone(&scheduler),
-        config.telemetry_path.clone(),
-        config.scrape_timeout_max,
-        config.scrape_timeout_offset,
+        config.web.telemetry_path.clone(),
+        config.collection.timeout_max,
+        config.collection.timeout_offset,
         Arc::clone(&web),
         limits,
     )
@@ -203,14 +235,9 @@ async fn serve(
                 otlp,
                 Arc::clone(&scheduler),
                 Arc::clone(&state.expected),
-                config.scrape_timeout_max,
+                config.collection.timeout_max,
             )
-            .map_err(|reason| {
-                RunError::Config(ConfigError {
-                    field: "--otlp.endpoint (otlp.endpoint)".to_owned(),
-                    reason,
-                })
-            })?;
+            .map_err(RunError::from)?;
             tracing::info!(
                 endpoint = otlp.endpoint.as_str(),
                 protocol = ?otlp.protocol,

@@ -10,7 +10,7 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::config::{LogFormat, LogLevel};
+use crate::cli::log::{LogFormat, LogLevel};
 
 /// Installs the global logger. Calling it twice is harmless (the second call is ignored).
 pub(crate) fn init(level: LogLevel, format: LogFormat) {

@@ -11,12 +11,11 @@ use http_body_util::{BodyExt, Empty};
 use hyper::Request;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 
 use super::facts::Facts;
-use crate::config::{ConfigError, config_error};
-use crate::http::web_config::read_certs;
+use crate::cli::ConfigError;
+use crate::cli::doctor::From;
 
 /// Where and how to read an agent's metrics.
 #[derive(Debug, Clone)]
@@ -34,16 +33,18 @@ pub(crate) struct Target {
 
 impl Target {
     /// Checks the URL and the TLS and auth flags that go with it.
-    pub(crate) fn new(
-        url: &str,
-        ca_file: Option<String>,
-        cert_file: Option<String>,
-        key_file: Option<String>,
-        username: Option<String>,
-        password_file: Option<String>,
-        timeout: Duration,
-    ) -> Result<Self, ConfigError> {
-        let bad = |reason: &str| config_error("--from", format!("{url:?}: {reason}"));
+    pub(crate) fn new(from: &From) -> Result<Self, ConfigError> {
+        let From {
+            url,
+            ca_file,
+            cert_file,
+            key_file,
+            username,
+            password_file,
+            timeout,
+        } = from.clone();
+        let url = url.as_str();
+        let bad = |reason: &str| ConfigError::new("--from", format!("{url:?}: {reason}"));
         let uri: hyper::Uri = url.parse().map_err(|e| bad(&format!("not a URL ({e})")))?;
         let tls = match uri.scheme_str() {
             Some("http") => false,
@@ -62,13 +63,13 @@ impl Target {
             Some(p) => p.to_owned(),
         };
         if !tls && (ca_file.is_some() || cert_file.is_some()) {
-            return Err(config_error(
+            return Err(ConfigError::new(
                 "--from.ca-file/--from.cert-file",
                 "only for an https:// URL",
             ));
         }
         if tls && ca_file.is_none() {
-            return Err(config_error(
+            return Err(ConfigError::new(
                 "--from.ca-file",
                 "an https:// agent needs the CA that signed its certificate",
             ));
@@ -77,7 +78,7 @@ impl Target {
             (Some(c), Some(k)) => Some((PathBuf::from(c), PathBuf::from(k))),
             (None, None) => None,
             _ => {
-                return Err(config_error(
+                return Err(ConfigError::new(
                     "--from.cert-file/--from.key-file",
                     "give both or neither",
                 ));
@@ -85,8 +86,9 @@ impl Target {
         };
         let authorization = match (username, password_file) {
             (Some(user), Some(file)) => {
-                let text = std::fs::read_to_string(&file)
-                    .map_err(|e| config_error("--from.password-file", format!("{file}: {e}")))?;
+                let text = std::fs::read_to_string(&file).map_err(|e| {
+                    ConfigError::new("--from.password-file", format!("{file}: {e}"))
+                })?;
                 let password = text.lines().next().unwrap_or("");
                 Some(format!(
                     "Basic {}",
@@ -95,7 +97,7 @@ impl Target {
             }
             (None, None) => None,
             _ => {
-                return Err(config_error(
+                return Err(ConfigError::new(
                     "--from.username/--from.password-file",
                     "give both or neither",
                 ));
@@ -122,8 +124,8 @@ impl Target {
     fn tls_config(&self) -> Result<rustls::ClientConfig, String> {
         let mut roots = rustls::RootCertStore::empty();
         if let Some(ca) = &self.ca_file {
-            let certs =
-                read_certs(ca).map_err(|e| format!("--from.ca-file {}: {e}", ca.display()))?;
+            let certs = crate::pem::certificates_in_file(ca)
+                .map_err(|e| format!("--from.ca-file {}: {e}", ca.display()))?;
             for cert in certs {
                 roots
                     .add(cert)
@@ -138,9 +140,9 @@ impl Target {
         match &self.client_cert {
             None => Ok(builder.with_no_client_auth()),
             Some((cert, key)) => {
-                let chain = read_certs(cert)
+                let chain = crate::pem::certificates_in_file(cert)
                     .map_err(|e| format!("--from.cert-file {}: {e}", cert.display()))?;
-                let key = PrivateKeyDer::from_pem_file(key)
+                let key = crate::pem::key_in_file(key)
                     .map_err(|e| format!("--from.key-file {}: {e}", key.display()))?;
                 builder
                     .with_client_auth_cert(chain, key)

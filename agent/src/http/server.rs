@@ -31,10 +31,10 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower_http::compression::CompressionLayer;
 
+use crate::cli::expected::Inventory;
 use crate::exposition::{self, Format};
 use crate::http::basic_auth::BasicAuth;
 use crate::http::web_config::WebState;
-use crate::inventory::Inventory;
 use crate::mapping;
 use crate::scheduler::{Scheduler, scrape_timeout};
 
@@ -252,7 +252,14 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
     let otlp = state.otlp.clone();
     let body = tokio::task::spawn_blocking(move || {
         exposition::encode(
-            mapping::exposed(&collection, &totals, &expected, otlp.as_deref()),
+            mapping::exposed(
+                &collection,
+                &totals,
+                &expected,
+                otlp.as_deref()
+                    .map(crate::otlp::families)
+                    .unwrap_or_default(),
+            ),
             format,
         )
     })

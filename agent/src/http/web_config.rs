@@ -18,7 +18,6 @@ use std::time::SystemTime;
 use axum::http::{HeaderName, HeaderValue};
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::{CryptoProvider, SupportedKxGroup, ring};
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -583,7 +582,7 @@ fn read_cert_and_key(
     cert_file: &Path,
     key_file: &Path,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), WebConfigError> {
-    let certs = read_certs(cert_file).map_err(|e| {
+    let certs = crate::pem::certificates_in_file(cert_file).map_err(|e| {
         error(
             format!("{TLS}.cert_file"),
             format!("{}: {e}", cert_file.display()),
@@ -595,20 +594,13 @@ fn read_cert_and_key(
             format!("{}: no certificate in it", cert_file.display()),
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+    let key = crate::pem::key_in_file(key_file).map_err(|e| {
         error(
             format!("{TLS}.key_file"),
             format!("{}: {e}", key_file.display()),
         )
     })?;
     Ok((certs, key))
-}
-
-/// Every certificate in the PEM file at `path`.
-pub(crate) fn read_certs(
-    path: &Path,
-) -> Result<Vec<CertificateDer<'static>>, rustls::pki_types::pem::Error> {
-    CertificateDer::pem_file_iter(path).and_then(|it| it.collect::<Result<Vec<_>, _>>())
 }
 
 /// How client certificates are checked: not at all, accepted unverified, or chained to
@@ -630,8 +622,8 @@ fn client_verifier(
             let field = format!("{TLS}.client_ca_file");
             let ca = client_ca.ok_or_else(|| error(&field, "missing"))?;
             let mut roots = rustls::RootCertStore::empty();
-            let cas =
-                read_certs(ca).map_err(|e| error(&field, format!("{}: {e}", ca.display())))?;
+            let cas = crate::pem::certificates_in_file(ca)
+                .map_err(|e| error(&field, format!("{}: {e}", ca.display())))?;
             let (added, _) = roots.add_parsable_certificates(cas);
             if added == 0 {
                 return Err(error(

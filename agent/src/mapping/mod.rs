@@ -14,19 +14,19 @@ pub mod workload;
 use railscope_collectors::SourceData;
 
 use crate::build_info;
+use crate::cli::expected::Inventory;
 use crate::collection::{Collection, Totals};
 use crate::exposition::Family;
-use crate::inventory::Inventory;
 use crate::process::ProcessStats;
 
 /// What `/metrics` serves and OTLP pushes for one collection: its families, the agent's
 /// own process statistics (read now; absent, and logged at debug, when they cannot be), and
-/// the push's counters when the push runs.
+/// `extra`, the families of the agent's other parts (the push's counters when the push runs).
 pub(crate) fn exposed(
     collection: &Collection,
     totals: &Totals,
     expected: &Inventory,
-    otlp: Option<&crate::otlp::Stats>,
+    extra: Vec<Family>,
 ) -> Vec<Family> {
     let process = match crate::process::read() {
         Ok(p) => Some(p),
@@ -36,9 +36,7 @@ pub(crate) fn exposed(
         }
     };
     let mut out = families(collection, totals, process.as_ref(), expected);
-    if let Some(otlp) = otlp {
-        out.extend(crate::otlp::families(otlp));
-    }
+    out.extend(extra);
     out
 }
 

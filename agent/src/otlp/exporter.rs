@@ -8,29 +8,33 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::cli::ConfigError;
+use crate::cli::otlp::{
+    CA_FILE, CERT_FILE, ENDPOINT, HEADERS, KEY_FILE, OtlpConfig, Protocol, Tls,
+};
 use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
 use opentelemetry_otlp::tonic_types::transport::{Certificate, ClientTlsConfig, Identity};
 use opentelemetry_otlp::{
     Compression, MetricExporter, RetryPolicy, WithExportConfig, WithHttpConfig, WithTonicConfig,
 };
 use opentelemetry_sdk::metrics::Temporality;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::config::{OtlpConfig, Protocol, Tls};
-
-/// Builds the exporter; an error names what is wrong (a bad certificate, key or header).
-/// Must run inside the Tokio runtime (the HTTP client spawns on it).
-pub(crate) fn build(config: &OtlpConfig) -> Result<MetricExporter, String> {
+/// Builds the exporter; an error names the setting at fault (a bad certificate, key or
+/// header). Must run inside the Tokio runtime (the HTTP client spawns on it).
+pub(crate) fn build(config: &OtlpConfig) -> Result<MetricExporter, ConfigError> {
     let https = config.endpoint.starts_with("https://");
     let compression = config.gzip.then_some(Compression::Gzip);
     let exporter = match config.protocol {
         Protocol::Grpc => {
             let mut metadata = MetadataMap::new();
             for (key, value) in &config.headers {
-                let key = tonic::metadata::MetadataKey::from_bytes(key.as_bytes())
-                    .map_err(|e| format!("header {key:?}: {e}"))?;
-                let value = value.parse().map_err(|e| format!("header {key:?}: {e}"))?;
+                let key =
+                    tonic::metadata::MetadataKey::from_bytes(key.as_bytes()).map_err(|e| {
+                        ConfigError::new(HEADERS.field(), format!("header {key:?}: {e}"))
+                    })?;
+                let value = value.parse().map_err(|e| {
+                    ConfigError::new(HEADERS.field(), format!("header {key:?}: {e}"))
+                })?;
                 metadata.insert(key, value);
             }
             let mut builder = MetricExporter::builder()
@@ -72,7 +76,7 @@ pub(crate) fn build(config: &OtlpConfig) -> Result<MetricExporter, String> {
             builder.build()
         }
     };
-    exporter.map_err(|e| e.to_string())
+    exporter.map_err(|e| ConfigError::new(ENDPOINT.field(), e.to_string()))
 }
 
 fn tonic_tls(tls: &Tls) -> ClientTlsConfig {
@@ -89,18 +93,16 @@ fn tonic_tls(tls: &Tls) -> ClientTlsConfig {
 
 /// The rustls client configuration for OTLP/HTTP: the given CA (else the system's roots)
 /// and the client certificate, if any.
-fn rustls_config(tls: &Tls) -> Result<rustls::ClientConfig, String> {
+fn rustls_config(tls: &Tls) -> Result<rustls::ClientConfig, ConfigError> {
+    let ca_error = |e: String| ConfigError::new(CA_FILE.field(), e);
     let mut roots = rustls::RootCertStore::empty();
     match &tls.ca {
         Some(ca) => {
-            for cert in CertificateDer::pem_slice_iter(ca) {
-                let cert = cert.map_err(|e| format!("--otlp.tls.ca-file: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("--otlp.tls.ca-file: {e}"))?;
+            for cert in crate::pem::certificates_in(ca).map_err(|e| ca_error(e.to_string()))? {
+                roots.add(cert).map_err(|e| ca_error(e.to_string()))?;
             }
             if roots.is_empty() {
-                return Err("--otlp.tls.ca-file: no certificate in the file".to_owned());
+                return Err(ca_error("no certificate in the file".to_owned()));
             }
         }
         None => {
@@ -119,18 +121,17 @@ fn rustls_config(tls: &Tls) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| ConfigError::new(ENDPOINT.field(), e.to_string()))?
         .with_root_certificates(roots);
     match &tls.identity {
         Some((cert, key)) => {
-            let chain = CertificateDer::pem_slice_iter(cert)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("--otlp.tls.cert-file: {e}"))?;
-            let key = PrivateKeyDer::from_pem_slice(key)
-                .map_err(|e| format!("--otlp.tls.key-file: {e}"))?;
+            let chain = crate::pem::certificates_in(cert)
+                .map_err(|e| ConfigError::new(CERT_FILE.field(), e.to_string()))?;
+            let key = crate::pem::key_in(key)
+                .map_err(|e| ConfigError::new(KEY_FILE.field(), e.to_string()))?;
             builder
                 .with_client_auth_cert(chain, key)
-                .map_err(|e| format!("--otlp.tls.cert-file: {e}"))
+                .map_err(|e| ConfigError::new(CERT_FILE.field(), e.to_string()))
         }
         None => Ok(builder.with_no_client_auth()),
     }

@@ -15,7 +15,6 @@
 //! own; neither holds anything a scrape waits for.
 
 pub(crate) mod batch;
-pub(crate) mod config;
 pub(crate) mod exporter;
 pub(crate) mod queue;
 pub(crate) mod semconv;
@@ -28,10 +27,10 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 
+use crate::cli::expected::Inventory;
+use crate::cli::otlp::OtlpConfig;
 use crate::exposition::Family;
-use crate::inventory::Inventory;
 use crate::scheduler::Scheduler;
-use config::OtlpConfig;
 use queue::Queue;
 
 /// A collection that finished at most this long ago serves a push instead of a new one.
@@ -206,7 +205,7 @@ impl Push {
         scheduler: Arc<Scheduler>,
         expected: Arc<Inventory>,
         collection_timeout: Duration,
-    ) -> Result<Push, String> {
+    ) -> Result<Push, crate::cli::ConfigError> {
         let stats = Arc::new(Stats::new(config.queue_size));
         let exporter = Arc::new(exporter::build(config)?);
         let queue = Arc::new(Queue::new(config.queue_size, Arc::clone(&stats)));
@@ -297,7 +296,8 @@ async fn produce(p: Producer) {
             Arc::clone(&p.batcher),
         );
         let made = tokio::task::spawn_blocking(move || {
-            let families = crate::mapping::exposed(&collection, &totals, &expected, Some(&stats));
+            let families =
+                crate::mapping::exposed(&collection, &totals, &expected, families(&stats));
             batch::lock(&batcher).batch(families)
         })
         .await;
