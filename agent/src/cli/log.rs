@@ -4,7 +4,7 @@ use clap::{ArgMatches, Command};
 use serde_json::Value as Json;
 
 use super::error::ConfigError;
-use super::value::{File, Setting, Value, choice, text_from_file};
+use super::value::{File, Rejected, Setting, Value, choice, text_from_file};
 
 /// Log verbosity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub(crate) enum LogFormat {
 }
 
 impl Value for LogLevel {
-    fn from_text(text: &str) -> Result<Self, String> {
+    fn from_text(text: &str) -> Result<Self, Rejected> {
         choice(
             text,
             &[
@@ -40,19 +40,19 @@ impl Value for LogLevel {
             ],
         )
     }
-    fn from_file(value: Json) -> Result<Self, String> {
+    fn from_file(value: Json) -> Result<Self, Rejected> {
         text_from_file(value)
     }
 }
 
 impl Value for LogFormat {
-    fn from_text(text: &str) -> Result<Self, String> {
+    fn from_text(text: &str) -> Result<Self, Rejected> {
         choice(
             text,
             &[("logfmt", LogFormat::Logfmt), ("json", LogFormat::Json)],
         )
     }
-    fn from_file(value: Json) -> Result<Self, String> {
+    fn from_file(value: Json) -> Result<Self, Rejected> {
         text_from_file(value)
     }
 }

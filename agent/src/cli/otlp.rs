@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use super::error::ConfigError;
-use super::value::{File, Setting, Switch, Value, choice, positive, text_from_file};
+use super::value::{File, Rejected, Setting, Switch, Value, choice, positive, text_from_file};
 
 /// The OTLP transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub(crate) struct OtlpConfig {
 }
 
 impl Value for Protocol {
-    fn from_text(text: &str) -> Result<Self, String> {
+    fn from_text(text: &str) -> Result<Self, Rejected> {
         choice(
             text,
             &[
@@ -76,7 +76,7 @@ impl Value for Protocol {
             ],
         )
     }
-    fn from_file(value: Json) -> Result<Self, String> {
+    fn from_file(value: Json) -> Result<Self, Rejected> {
         text_from_file(value)
     }
 }
@@ -88,12 +88,12 @@ impl Value for Protocol {
 pub(crate) struct Headers(Vec<(String, String)>);
 
 impl Value for Headers {
-    fn from_text(text: &str) -> Result<Self, String> {
-        parse_headers(text).map(Headers)
+    fn from_text(text: &str) -> Result<Self, Rejected> {
+        parse_headers(text).map(Headers).map_err(Rejected::because)
     }
-    fn from_file(value: Json) -> Result<Self, String> {
+    fn from_file(value: Json) -> Result<Self, Rejected> {
         let map = BTreeMap::<String, String>::deserialize(value)
-            .map_err(|_| "expected a map of header names to values".to_owned())?;
+            .map_err(|_| Rejected::because("expected a map of header names to values"))?;
         Ok(Headers(
             map.into_iter()
                 .map(|(k, v)| (k.to_ascii_lowercase(), v))
@@ -107,10 +107,10 @@ impl Value for Headers {
 struct Gzip(bool);
 
 impl Value for Gzip {
-    fn from_text(text: &str) -> Result<Self, String> {
+    fn from_text(text: &str) -> Result<Self, Rejected> {
         choice(text, &[("none", Gzip(false)), ("gzip", Gzip(true))])
     }
-    fn from_file(value: Json) -> Result<Self, String> {
+    fn from_file(value: Json) -> Result<Self, Rejected> {
         text_from_file(value)
     }
 }

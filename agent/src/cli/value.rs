@@ -16,13 +16,24 @@ use serde_json::{Map, Value as Json};
 
 use super::error::ConfigError;
 
+/// Why a value is not valid: a reason of its own, or (the default) the setting's
+/// `expected` text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Rejected(Option<String>);
+
+impl Rejected {
+    /// Rejected for this reason.
+    pub(crate) fn because(reason: impl Into<String>) -> Rejected {
+        Rejected(Some(reason.into()))
+    }
+}
+
 /// A type a setting can have: read from a flag's text, or from the config file's value.
-/// An error is the reason; an empty one means "the setting's `expected` text".
 pub(crate) trait Value: Sized {
     /// From the flag's text (or the default's).
-    fn from_text(text: &str) -> Result<Self, String>;
+    fn from_text(text: &str) -> Result<Self, Rejected>;
     /// From the config file's value.
-    fn from_file(value: Json) -> Result<Self, String>;
+    fn from_file(value: Json) -> Result<Self, Rejected>;
 }
 
 /// One flag and its config-file key.
@@ -104,12 +115,8 @@ impl<T: Value> Setting<T> {
         }
     }
 
-    fn error(&self, reason: String) -> ConfigError {
-        let reason = if reason.is_empty() {
-            self.expected.to_owned()
-        } else {
-            reason
-        };
+    fn error(&self, rejected: Rejected) -> ConfigError {
+        let reason = rejected.0.unwrap_or_else(|| self.expected.to_owned());
         ConfigError::new(self.field(), reason)
     }
 
@@ -143,7 +150,7 @@ impl<T: Value> Setting<T> {
             return Ok(None);
         };
         match self.check {
-            Some(check) if !check(&value) => Err(self.error(String::new())),
+            Some(check) if !check(&value) => Err(self.error(Rejected::default())),
             _ => Ok(Some(value)),
         }
     }
@@ -151,7 +158,7 @@ impl<T: Value> Setting<T> {
     /// The value of a setting that has a default.
     pub(crate) fn get(&self, matches: &ArgMatches, file: &mut File) -> Result<T, ConfigError> {
         self.get_opt(matches, file)?
-            .ok_or_else(|| self.error(String::new()))
+            .ok_or_else(|| self.error(Rejected::default()))
     }
 }
 
@@ -288,68 +295,68 @@ fn left(
 }
 
 impl Value for String {
-    fn from_text(text: &str) -> Result<Self, String> {
+    fn from_text(text: &str) -> Result<Self, Rejected> {
         Ok(text.to_owned())
     }
-    fn from_file(value: Json) -> Result<Self, String> {
-        String::deserialize(value).map_err(|_| String::new())
+    fn from_file(value: Json) -> Result<Self, Rejected> {
+        String::deserialize(value).map_err(|_| Rejected::default())
     }
 }
 
 impl Value for PathBuf {
-    fn from_text(text: &str) -> Result<Self, String> {
+    fn from_text(text: &str) -> Result<Self, Rejected> {
         Ok(PathBuf::from(text))
     }
-    fn from_file(value: Json) -> Result<Self, String> {
+    fn from_file(value: Json) -> Result<Self, Rejected> {
         String::deserialize(value)
             .map(PathBuf::from)
-            .map_err(|_| String::new())
+            .map_err(|_| Rejected::default())
     }
 }
 
 impl Value for u64 {
-    fn from_text(text: &str) -> Result<Self, String> {
-        text.trim().parse().map_err(|_| String::new())
+    fn from_text(text: &str) -> Result<Self, Rejected> {
+        text.trim().parse().map_err(|_| Rejected::default())
     }
-    fn from_file(value: Json) -> Result<Self, String> {
-        u64::deserialize(value).map_err(|_| String::new())
+    fn from_file(value: Json) -> Result<Self, Rejected> {
+        u64::deserialize(value).map_err(|_| Rejected::default())
     }
 }
 
 impl Value for usize {
-    fn from_text(text: &str) -> Result<Self, String> {
-        text.trim().parse().map_err(|_| String::new())
+    fn from_text(text: &str) -> Result<Self, Rejected> {
+        text.trim().parse().map_err(|_| Rejected::default())
     }
-    fn from_file(value: Json) -> Result<Self, String> {
-        usize::deserialize(value).map_err(|_| String::new())
+    fn from_file(value: Json) -> Result<Self, Rejected> {
+        usize::deserialize(value).map_err(|_| Rejected::default())
     }
 }
 
 impl Value for f64 {
-    fn from_text(text: &str) -> Result<Self, String> {
-        text.trim().parse().map_err(|_| String::new())
+    fn from_text(text: &str) -> Result<Self, Rejected> {
+        text.trim().parse().map_err(|_| Rejected::default())
     }
-    fn from_file(value: Json) -> Result<Self, String> {
-        f64::deserialize(value).map_err(|_| String::new())
+    fn from_file(value: Json) -> Result<Self, Rejected> {
+        f64::deserialize(value).map_err(|_| Rejected::default())
     }
 }
 
 impl Value for bool {
-    fn from_text(text: &str) -> Result<Self, String> {
-        text.trim().parse().map_err(|_| String::new())
+    fn from_text(text: &str) -> Result<Self, Rejected> {
+        text.trim().parse().map_err(|_| Rejected::default())
     }
-    fn from_file(value: Json) -> Result<Self, String> {
-        bool::deserialize(value).map_err(|_| String::new())
+    fn from_file(value: Json) -> Result<Self, Rejected> {
+        bool::deserialize(value).map_err(|_| Rejected::default())
     }
 }
 
 /// Durations are written as Prometheus writes them, in flags and in the file alike.
 impl Value for Duration {
-    fn from_text(text: &str) -> Result<Self, String> {
-        parse_duration(text).ok_or_else(String::new)
+    fn from_text(text: &str) -> Result<Self, Rejected> {
+        parse_duration(text).ok_or_else(Rejected::default)
     }
-    fn from_file(value: Json) -> Result<Self, String> {
-        let text = String::deserialize(value).map_err(|_| String::new())?;
+    fn from_file(value: Json) -> Result<Self, Rejected> {
+        let text = String::deserialize(value).map_err(|_| Rejected::default())?;
         Self::from_text(&text)
     }
 }
@@ -393,20 +400,20 @@ pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
 }
 
 /// One of a few names, in flags and in the file alike.
-pub(crate) fn choice<T: Copy>(text: &str, choices: &[(&str, T)]) -> Result<T, String> {
+pub(crate) fn choice<T: Copy>(text: &str, choices: &[(&str, T)]) -> Result<T, Rejected> {
     choices
         .iter()
         .find(|(name, _)| *name == text)
         .map(|(_, v)| *v)
         .ok_or_else(|| {
             let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-            format!("{text:?} is not one of {}", names.join(", "))
+            Rejected::because(format!("{text:?} is not one of {}", names.join(", ")))
         })
 }
 
 /// A choice's value in the file: a string, read as the flag's text.
-pub(crate) fn text_from_file<T: Value>(value: Json) -> Result<T, String> {
-    let text = String::deserialize(value).map_err(|_| String::new())?;
+pub(crate) fn text_from_file<T: Value>(value: Json) -> Result<T, Rejected> {
+    let text = String::deserialize(value).map_err(|_| Rejected::default())?;
     T::from_text(&text)
 }
 

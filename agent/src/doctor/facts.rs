@@ -28,6 +28,16 @@ pub(crate) struct Facts {
     samples: Vec<Sample>,
 }
 
+/// A line of an exposition that is not a sample, a comment or blank.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: not a sample: {text}")]
+pub(crate) struct NotASample {
+    /// Its line number, from 1.
+    pub(crate) line: usize,
+    /// The line, cut at 120 characters.
+    pub(crate) text: String,
+}
+
 impl Facts {
     /// The samples of `families`, named as the exposition names them.
     pub(crate) fn from_families(families: &[Family]) -> Self {
@@ -52,18 +62,17 @@ impl Facts {
 
     /// Parses the Prometheus text format (0.0.4) or OpenMetrics: sample lines only; comments,
     /// `# EOF` and timestamps are ignored. A line that does not parse is an error naming it.
-    pub(crate) fn parse_text(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse_text(text: &str) -> Result<Self, NotASample> {
         let mut samples = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim_end();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            samples.push(
-                parse_line(line).ok_or_else(|| {
-                    format!("line {}: not a sample: {}", n + 1, truncate(line, 120))
-                })?,
-            );
+            samples.push(parse_line(line).ok_or_else(|| NotASample {
+                line: n + 1,
+                text: truncate(line, 120),
+            })?);
         }
         Ok(Facts { samples })
     }

@@ -20,6 +20,25 @@ use crate::cli::doctor::{Options, Output};
 use checks::Severity;
 use facts::Facts;
 
+/// Why a diagnosis could not run (doctor then exits 3).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// A setting is wrong (a `--from` URL, a TLS file).
+    #[error("{0}")]
+    Config(#[from] crate::cli::ConfigError),
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The running agent could not be read.
+    #[error("{url}: {reason}")]
+    Remote {
+        /// The agent's URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
 /// What doctor concluded: the steps, the hints, where the facts came from.
 pub(crate) struct Report {
     pub(crate) source: String,
@@ -68,7 +87,7 @@ fn nccl_env() -> Vec<(String, String)> {
 pub(crate) fn run(config: &Config, options: &Options) -> u8 {
     let result = match &options.from {
         Some(from) => remote::Target::new(from)
-            .map_err(|e| e.to_string())
+            .map_err(Error::from)
             .and_then(|target| remote::fetch(&target).map(|facts| (facts, target.display()))),
         None => local_facts(config).map(|f| (f, local_source(config))),
     };
@@ -112,15 +131,15 @@ fn local_source(config: &Config) -> String {
 }
 
 /// One collection with the configured sources, as a scrape maps it.
-fn local_facts(config: &Config) -> Result<Facts, String> {
-    let scheduler = Arc::new(crate::build_scheduler(config).map_err(|e| e.to_string())?);
+fn local_facts(config: &Config) -> Result<Facts, Error> {
+    let scheduler = Arc::new(crate::build_scheduler(config)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(64)
         .thread_name("railscope-doctor")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(Error::Runtime)?;
     let timeout = config.collection.timeout_max.max(Duration::from_secs(1));
     let collection = runtime.block_on(async {
         // Sources that learn something on their first pass (what each device has, which

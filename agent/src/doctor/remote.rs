@@ -17,6 +17,8 @@ use super::facts::Facts;
 use crate::cli::ConfigError;
 use crate::cli::doctor::From;
 
+use super::Error;
+
 /// Where and how to read an agent's metrics.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
@@ -121,58 +123,66 @@ impl Target {
         format!("the agent at {}", self.url)
     }
 
-    fn tls_config(&self) -> Result<rustls::ClientConfig, String> {
+    fn tls_config(&self) -> Result<rustls::ClientConfig, Error> {
+        let file_error = |flag: &str, path: &std::path::Path, e: &dyn std::fmt::Display| {
+            Error::Config(ConfigError::new(flag, format!("{}: {e}", path.display())))
+        };
         let mut roots = rustls::RootCertStore::empty();
         if let Some(ca) = &self.ca_file {
             let certs = crate::pem::certificates_in_file(ca)
-                .map_err(|e| format!("--from.ca-file {}: {e}", ca.display()))?;
+                .map_err(|e| file_error("--from.ca-file", ca, &e))?;
             for cert in certs {
                 roots
                     .add(cert)
-                    .map_err(|e| format!("--from.ca-file {}: {e}", ca.display()))?;
+                    .map_err(|e| file_error("--from.ca-file", ca, &e))?;
             }
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| self.error(&e))?
             .with_root_certificates(roots);
         match &self.client_cert {
             None => Ok(builder.with_no_client_auth()),
             Some((cert, key)) => {
                 let chain = crate::pem::certificates_in_file(cert)
-                    .map_err(|e| format!("--from.cert-file {}: {e}", cert.display()))?;
+                    .map_err(|e| file_error("--from.cert-file", cert, &e))?;
                 let key = crate::pem::key_in_file(key)
-                    .map_err(|e| format!("--from.key-file {}: {e}", key.display()))?;
+                    .map_err(|e| file_error("--from.key-file", key, &e))?;
                 builder
                     .with_client_auth_cert(chain, key)
-                    .map_err(|e| format!("--from.cert-file: {e}"))
+                    .map_err(|e| Error::Config(ConfigError::new("--from.cert-file", e.to_string())))
             }
+        }
+    }
+
+    /// A failure to read this agent.
+    fn error(&self, reason: &dyn std::fmt::Display) -> Error {
+        Error::Remote {
+            url: self.url.clone(),
+            reason: reason.to_string(),
         }
     }
 }
 
 /// GETs the target's metrics and parses them.
-pub(crate) fn fetch(target: &Target) -> Result<Facts, String> {
+pub(crate) fn fetch(target: &Target) -> Result<Facts, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(Error::Runtime)?;
     let text = runtime.block_on(async {
         tokio::time::timeout(target.timeout, get(target))
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "{}: no answer within {:?}",
-                    target.url, target.timeout
-                ))
+                Err(target.error(&format_args!("no answer within {:?}", target.timeout)))
             })
     })?;
-    Facts::parse_text(&text).map_err(|e| format!("{}: {e}", target.url))
+    Facts::parse_text(&text).map_err(|e| target.error(&e))
 }
 
-async fn get(target: &Target) -> Result<String, String> {
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", target.url);
+async fn get(target: &Target) -> Result<String, Error> {
+    let at = |e: &dyn std::fmt::Display| target.error(e);
     let tcp = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
         .await
         .map_err(|e| at(&e))?;
@@ -198,7 +208,7 @@ async fn get(target: &Target) -> Result<String, String> {
         let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, tcp)
             .await
-            .map_err(|e| at(&format!("TLS: {e}")))?;
+            .map_err(|e| at(&format_args!("TLS: {e}")))?;
         send(TokioIo::new(stream), request).await
     } else {
         send(TokioIo::new(tcp), request).await
@@ -214,7 +224,7 @@ async fn get(target: &Target) -> Result<String, String> {
     let text = String::from_utf8_lossy(&body).into_owned();
     if !status.is_success() {
         let first = text.lines().next().unwrap_or("").trim();
-        return Err(at(&format!("HTTP {status}: {first}")));
+        return Err(at(&format_args!("HTTP {status}: {first}")));
     }
     Ok(text)
 }
@@ -222,16 +232,11 @@ async fn get(target: &Target) -> Result<String, String> {
 async fn send<S>(
     io: TokioIo<S>,
     request: Request<Empty<Bytes>>,
-) -> Result<hyper::Response<hyper::body::Incoming>, String>
+) -> Result<hyper::Response<hyper::body::Incoming>, hyper::Error>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
     tokio::spawn(connection);
-    sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())
+    sender.send_request(request).await
 }
