@@ -73,7 +73,7 @@ fn count(tree: &str, collector: &str) -> (usize, usize) {
 /// The README's table: fixture → the counts of its row, in registry order, then the
 /// agent's own and the total.
 fn budget() -> BTreeMap<String, Vec<usize>> {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(workspace().join("docs/fleet.md")).unwrap();
     let header = format!(
         "| fixture | {} | agent | total |\n",
         collectors().join(" | ")
@@ -81,7 +81,7 @@ fn budget() -> BTreeMap<String, Vec<usize>> {
     let table = readme
         .split(&header)
         .nth(1)
-        .expect("README has the series-per-node table");
+        .expect("docs/fleet.md has the series-per-node table");
     table
         .lines()
         .skip(1)
@@ -155,7 +155,7 @@ fn every_fixture_stays_within_its_series_budget() {
     }
     assert!(
         wrong.is_empty() && budget.len() == measured.len(),
-        "the series budget moved (update README.md's \"Series per node\" table if that is intended):\n  {}\nmeasured:\n{table}",
+        "the series budget moved (update docs/fleet.md's \"Series per node\" table if that is intended):\n  {}\nmeasured:\n{table}",
         wrong.join("\n  ")
     );
 }

@@ -45,7 +45,7 @@ pub(crate) struct Rule {
 
 const DIRECTION: &[(&str, &str)] = &[("direction", "hw.direction")];
 
-/// The mapping, documented in the README's OTLP section.
+/// The mapping, documented in `docs/otlp.md`.
 pub(crate) const RULES: &[Rule] = &[
     Rule {
         family: "railscope_gpu_memory_total_bytes",
