@@ -455,3 +455,49 @@ fn file_values_are_typed() {
         assert!(err.to_string().contains(field), "{text:?}: {err}");
     }
 }
+
+/// Every flag `--help` shows has its row in the manual's flags table, and every row names a
+/// flag that exists: a flag added, renamed or removed without the manual fails here.
+#[test]
+fn the_manual_lists_every_flag() {
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+    let text = std::fs::read_to_string(page).unwrap();
+    let table = text
+        .split("| flag | default | meaning |\n|---|---|---|\n")
+        .nth(1)
+        .expect("docs/configuration.md has the flags table");
+    let mut documented = std::collections::BTreeSet::new();
+    for row in table.lines().take_while(|l| l.starts_with('|')) {
+        let first = row.trim_matches('|').split(" | ").next().unwrap_or("");
+        for flag in first.split('`').skip(1).step_by(2) {
+            documented.insert(flag.trim_start_matches("--").to_owned());
+        }
+    }
+    let cmd = command();
+    let mut shown = std::collections::BTreeSet::new();
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let Some(long) = arg.get_long() else { continue };
+        // Per-collector switches are one row, `--collector.<name>` / `--no-collector.<name>`.
+        if SOURCES.iter().any(|s| {
+            long == format!("collector.{}", s.name) || long == format!("no-collector.{}", s.name)
+        }) {
+            continue;
+        }
+        shown.insert(long.to_owned());
+    }
+    for flag in &shown {
+        assert!(
+            documented.contains(flag),
+            "--{flag} is missing from docs/configuration.md's flags table"
+        );
+    }
+    for flag in &documented {
+        let known = shown.contains(flag)
+            || ["collector.<name>", "no-collector.<name>", "version", "help"]
+                .contains(&flag.as_str());
+        assert!(
+            known,
+            "docs/configuration.md documents --{flag}, which railscope does not have"
+        );
+    }
+}
