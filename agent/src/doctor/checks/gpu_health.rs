@@ -1,14 +1,11 @@
 //! Step 10, GPU health: XIDs by class, uncorrected ECC errors, row remapping, recovery actions,
 //! throttling and XID event registration.
 
+use super::rules::{XID_HARDWARE, XID_WARNING};
 use super::{Finding, Node, Severity, count, ok, skip};
 
-/// XIDs by class, as the mixin's `xids` (hardware: drain and replace; warning).
-const XID_HARDWARE: &[u32] = &[
-    46, 48, 64, 74, 79, 95, 119, 120, 136, 140, 143, 155, 156, 158,
-];
-const XID_WARNING: &[u32] = &[92, 94, 154];
-
+/// The severity and alert of an XID by its class in the mixin's `xids` (hardware: drain and
+/// replace; warning; anything else is the application's).
 pub(super) fn xid_severity(code: u32) -> (Severity, Option<&'static str>) {
     if XID_HARDWARE.contains(&code) {
         (Severity::Critical, Some("RailscopeGPUXidHardware"))

@@ -1,6 +1,7 @@
 //! Step 7, GPUDirect RDMA: peer memory (nvidia_peermem or dma-buf), the IOMMU mode, ACS on the
 //! bridges and the locked-memory limit.
 
+use super::rules::MEMLOCK_BYTES;
 use super::{Finding, Node, Severity, count, ok, skip};
 
 pub(super) fn gpudirect(node: &Node) -> Vec<Finding> {
@@ -78,7 +79,7 @@ pub(super) fn gpudirect(node: &Node) -> Vec<Finding> {
         "railscope_host_memlock_limit_bytes",
         &[("process", "init"), ("limit", "soft")],
     ) {
-        if limit < 1073741824.0 {
+        if limit < MEMLOCK_BYTES {
             out.push(
                 Finding::new(Severity::Warning, "memlock", "")
                     .summary(format!("the locked-memory limit is {} bytes", limit))

@@ -19,6 +19,7 @@ mod nccl;
 mod nvlink;
 mod pcie;
 mod pfc;
+mod rules;
 mod topology;
 
 /// How bad a finding is. `Skip` says a step had nothing to check on this node.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::rules::ROCE_MTU_BYTES;
 use super::{Finding, Node, Severity, count, ok, skip};
 
 pub(super) fn mtu(node: &Node) -> Vec<Finding> {
@@ -15,7 +16,7 @@ pub(super) fn mtu(node: &Node) -> Vec<Finding> {
             continue;
         };
         values.entry(active as u64).or_default().push(p.name());
-        if p.roce() && active < 4096.0 {
+        if p.roce() && active < ROCE_MTU_BYTES {
             let netdev_mtu = node.port_value("railscope_ib_port_netdev_mtu_bytes", p);
             let mut f = Finding::new(Severity::Warning, "roce_mtu", p.name())
                 .summary(format!(

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::rules::NVLINK_ERRORS_PER_SECOND;
 use super::{Finding, Node, Severity, natural, ok, skip};
 use crate::doctor::facts::Sample;
 
@@ -69,7 +70,7 @@ pub(super) fn nvlink(node: &Node) -> Vec<Finding> {
                 .summary(format!("GPU {gp}{gn} NVLink {lp}{ln} error counters since the driver loaded: {}", what.join(", ")))
                 .evidence("NVLink error counters", what.join(", "), "NVML nvmlDeviceGetNvLinkErrorCounter, NVLink5 fields 206-215, 219")
                 .meaning("Replays cost bandwidth and recoveries stall traffic; a link that keeps counting is failing.")
-                .fix("Watch the rate (RailscopeNVLinkErrors fires above 1/s of data-link errors, or on any recovery or failed NVLink5 link recovery); nvidia-smi nvlink -e -i <gpu>.")
+                .fix(format!("Watch the rate (RailscopeNVLinkErrors fires above {NVLINK_ERRORS_PER_SECOND}/s of data-link errors, or on any recovery or failed NVLink5 link recovery); nvidia-smi nvlink -e -i <gpu>."))
                 .alert("RailscopeNVLinkErrors"),
         );
     }

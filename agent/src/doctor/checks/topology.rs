@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::rules::NIC_GPU_DISTANCE;
 use super::{Finding, NcclHints, Node, Severity, level_name, natural, ok, skip};
 
 /// Each rail NIC's nearest GPU distance: (device, distance, gpu).
@@ -34,7 +35,7 @@ pub(super) fn topology(node: &Node, hints: &mut NcclHints) -> Vec<Finding> {
         return out;
     }
     for (device, d, gpu) in &near {
-        if *d >= 40.0 {
+        if *d >= NIC_GPU_DISTANCE {
             out.push(
                 Finding::new(Severity::Warning, "nic_far_from_gpu", device.clone())
                     .summary(format!("{device}'s nearest GPU ({gpu}) is {} away", level_name(*d)))
@@ -46,7 +47,7 @@ pub(super) fn topology(node: &Node, hints: &mut NcclHints) -> Vec<Finding> {
         }
     }
     let worst = near.iter().map(|(_, d, _)| *d).fold(0.0, f64::max);
-    if worst < 40.0 {
+    if worst < NIC_GPU_DISTANCE {
         hints.settings.push((
             "NCCL_NET_GDR_LEVEL",
             level_name(worst).to_owned(),
