@@ -7,8 +7,16 @@ use super::{Finding, Node, Severity, count, ok, port_file, skip};
 use crate::doctor::facts::Facts;
 
 pub(super) fn devices(node: &Node) -> Vec<Finding> {
-    let facts = node.facts;
     let mut out = Vec::new();
+    collectors(node.facts, &mut out);
+    ports(node, &mut out);
+    inventory(node.facts, &mut out);
+    gpus(node, &mut out);
+    out
+}
+
+/// Collectors that failed or could not read some files: the facts of later steps are missing.
+fn collectors(facts: &Facts, out: &mut Vec<Finding>) {
     for s in facts.all("railscope_collector_success") {
         if s.value == 0.0 {
             let c = s.label("collector");
@@ -35,6 +43,10 @@ pub(super) fn devices(node: &Node) -> Vec<Finding> {
             );
         }
     }
+}
+
+/// Every RDMA port ACTIVE / LinkUp.
+fn ports(node: &Node, out: &mut Vec<Finding>) {
     let mut up = 0;
     for p in &node.ports {
         let state = node.port_value("railscope_ib_port_state", p);
@@ -95,7 +107,11 @@ pub(super) fn devices(node: &Node) -> Vec<Finding> {
             ),
         ));
     }
-    inventory(facts, &mut out);
+}
+
+/// Every GPU answers NVML.
+fn gpus(node: &Node, out: &mut Vec<Finding>) {
+    let facts = node.facts;
     let gpus = node.gpus();
     let mut healthy = 0;
     for g in &gpus {
@@ -133,7 +149,6 @@ pub(super) fn devices(node: &Node) -> Vec<Finding> {
             ),
         ));
     }
-    out
 }
 
 /// The expected inventory (the config file's `expected` section, as the agent exports it)

@@ -35,51 +35,7 @@ pub(super) fn kernel_log(node: &Node) -> Vec<Finding> {
     });
     for e in events {
         let kind = e.label("kind");
-        let (severity, alert, meaning): (Severity, Option<&'static str>, &str) = match kind {
-            "mlx5_cmd_timeout" => (
-                Severity::Critical,
-                Some("RailscopeNICFirmwareUnresponsive"),
-                "The NIC's firmware stopped answering commands: the port may be hung.",
-            ),
-            "sxid" if e.label("severity") == "fatal" => (
-                Severity::Critical,
-                Some("RailscopeNVSwitchFatalSXid"),
-                "A fatal NVSwitch error: NVLink traffic through it is lost until the fabric is reset.",
-            ),
-            "sxid" => (
-                Severity::Warning,
-                Some("RailscopeNVSwitchSXid"),
-                "An NVSwitch error the switch recovered from.",
-            ),
-            "xid" => {
-                let (s, a) = e
-                    .label("code")
-                    .parse()
-                    .map(xid_severity)
-                    .unwrap_or((Severity::Warning, None));
-                (s, a, "An XID the GPU driver logged.")
-            }
-            "mlx5_module" => (
-                Severity::Warning,
-                Some("RailscopeNICModuleError"),
-                "The NIC reported a cable or transceiver module problem.",
-            ),
-            "pcie_link_down" => (
-                Severity::Warning,
-                Some("RailscopePCIeSlotLinkDown"),
-                "A PCIe slot's link went down: the device behind it left the bus.",
-            ),
-            "pcie_power" => (
-                Severity::Warning,
-                Some("RailscopePCIeSlotPowerInsufficient"),
-                "A PCIe slot reported insufficient power.",
-            ),
-            _ => (
-                Severity::Warning,
-                None,
-                "A kernel-log event railscope watches for.",
-            ),
-        };
+        let (severity, alert, meaning) = classify(e);
         let subject = [e.label("device"), e.label("pci_address")]
             .into_iter()
             .filter(|s| !s.is_empty())
@@ -120,4 +76,53 @@ pub(super) fn kernel_log(node: &Node) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// A kernel-log event's severity, alert and meaning, by its kind (and an XID's class).
+fn classify(e: &Sample) -> (Severity, Option<&'static str>, &'static str) {
+    match e.label("kind") {
+        "mlx5_cmd_timeout" => (
+            Severity::Critical,
+            Some("RailscopeNICFirmwareUnresponsive"),
+            "The NIC's firmware stopped answering commands: the port may be hung.",
+        ),
+        "sxid" if e.label("severity") == "fatal" => (
+            Severity::Critical,
+            Some("RailscopeNVSwitchFatalSXid"),
+            "A fatal NVSwitch error: NVLink traffic through it is lost until the fabric is reset.",
+        ),
+        "sxid" => (
+            Severity::Warning,
+            Some("RailscopeNVSwitchSXid"),
+            "An NVSwitch error the switch recovered from.",
+        ),
+        "xid" => {
+            let (s, a) = e
+                .label("code")
+                .parse()
+                .map(xid_severity)
+                .unwrap_or((Severity::Warning, None));
+            (s, a, "An XID the GPU driver logged.")
+        }
+        "mlx5_module" => (
+            Severity::Warning,
+            Some("RailscopeNICModuleError"),
+            "The NIC reported a cable or transceiver module problem.",
+        ),
+        "pcie_link_down" => (
+            Severity::Warning,
+            Some("RailscopePCIeSlotLinkDown"),
+            "A PCIe slot's link went down: the device behind it left the bus.",
+        ),
+        "pcie_power" => (
+            Severity::Warning,
+            Some("RailscopePCIeSlotPowerInsufficient"),
+            "A PCIe slot reported insufficient power.",
+        ),
+        _ => (
+            Severity::Warning,
+            None,
+            "A kernel-log event railscope watches for.",
+        ),
+    }
 }

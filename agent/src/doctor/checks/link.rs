@@ -84,6 +84,21 @@ pub(super) fn link(node: &Node) -> Vec<Finding> {
                 .or_default() += 1;
         }
     }
+    pma_saturated(node, &mut out);
+    if fine.is_empty() && out.is_empty() {
+        out.push(skip("link", "no ACTIVE fabric port to check"));
+    }
+    for (what, n) in fine {
+        out.push(ok(
+            "link",
+            format!("{} at {}", count(n, "port", "ports"), what),
+        ));
+    }
+    out
+}
+
+/// PMA counters stuck at their maximum, on any port.
+fn pma_saturated(node: &Node, out: &mut Vec<Finding>) {
     for p in &node.ports {
         let saturated: Vec<&str> = node
             .facts
@@ -102,14 +117,4 @@ pub(super) fn link(node: &Node) -> Vec<Finding> {
             );
         }
     }
-    if fine.is_empty() && out.is_empty() {
-        out.push(skip("link", "no ACTIVE fabric port to check"));
-    }
-    for (what, n) in fine {
-        out.push(ok(
-            "link",
-            format!("{} at {}", count(n, "port", "ports"), what),
-        ));
-    }
-    out
 }

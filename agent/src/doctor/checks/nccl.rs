@@ -55,7 +55,6 @@ pub(super) fn nccl_environment(
             .find(|(n, _, _)| *n == k)
             .map(|(_, v, _)| v.as_str())
     };
-    let devices: BTreeSet<&str> = node.ports.iter().map(|p| p.device.as_str()).collect();
     if let Some(v) = get("NCCL_IB_DISABLE")
         && v.trim() == "1"
         && !node.ports.is_empty()
@@ -71,54 +70,7 @@ pub(super) fn nccl_environment(
         );
     }
     if let Some(v) = get("NCCL_IB_HCA") {
-        let list = v.trim_start_matches(['^', '=']);
-        let named: Vec<&str> = list
-            .split(',')
-            .map(|t| t.split(':').next().unwrap_or("").trim())
-            .filter(|t| !t.is_empty())
-            .collect();
-        let missing: Vec<&str> = named
-            .iter()
-            .copied()
-            .filter(|d| {
-                if v.starts_with('=') || v.starts_with("^=") {
-                    !devices.contains(d)
-                } else {
-                    !devices.iter().any(|have| have.starts_with(d))
-                }
-            })
-            .collect();
-        if !v.starts_with('^') && !missing.is_empty() {
-            out.push(
-                Finding::new(Severity::Warning, "nccl_env", "NCCL_IB_HCA")
-                    .summary(format!("NCCL_IB_HCA names {} the node does not have", missing.join(", ")))
-                    .evidence("NCCL_IB_HCA", v, "environment")
-                    .meaning("NCCL skips devices it cannot find; a job may run on fewer rails than it should.")
-                    .fix(format!("Use {}", hint("NCCL_IB_HCA").unwrap_or("the node's RDMA devices"))),
-            );
-        } else if let Some(h) = hint("NCCL_IB_HCA")
-            && !v.starts_with('^')
-        {
-            let want: BTreeSet<&str> = h
-                .trim_start_matches('=')
-                .split(',')
-                .map(|t| t.split(':').next().unwrap_or(""))
-                .collect();
-            let have: BTreeSet<&str> = named.iter().copied().collect();
-            let left_out: Vec<&&str> = want
-                .iter()
-                .filter(|d| !have.iter().any(|h| d.starts_with(h)))
-                .collect();
-            if !left_out.is_empty() {
-                out.push(
-                    Finding::new(Severity::Warning, "nccl_env", "NCCL_IB_HCA")
-                        .summary(format!("NCCL_IB_HCA leaves out rail devices: {}", left_out.iter().map(|d| **d).collect::<Vec<_>>().join(", ")))
-                        .evidence("NCCL_IB_HCA", v, "environment")
-                        .meaning("NCCL uses fewer rails than the node has: inter-node bandwidth drops by their share.")
-                        .fix(format!("Use NCCL_IB_HCA={h}")),
-                );
-            }
-        }
+        ib_hca(node, v, hint("NCCL_IB_HCA"), &mut out);
     }
     if let (Some(v), Some(h)) = (get("NCCL_IB_GID_INDEX"), hint("NCCL_IB_GID_INDEX"))
         && v.trim() != h
@@ -151,34 +103,7 @@ pub(super) fn nccl_environment(
         }
     }
     if let Some(v) = get("NCCL_SOCKET_IFNAME") {
-        let known: BTreeSet<&str> = node
-            .facts
-            .all("railscope_netdev_info")
-            .map(|s| s.label("netdev"))
-            .collect();
-        let exact = v.starts_with('=');
-        let names: Vec<&str> = v
-            .trim_start_matches(['^', '='])
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
-        if !v.starts_with('^')
-            && !known.is_empty()
-            && !names.iter().any(|n| {
-                known
-                    .iter()
-                    .any(|k| if exact { k == n } else { k.starts_with(n) })
-            })
-        {
-            out.push(
-                Finding::new(Severity::Warning, "nccl_env", "NCCL_SOCKET_IFNAME")
-                    .summary(format!("NCCL_SOCKET_IFNAME={v} matches no netdev railscope sees"))
-                    .evidence("NCCL_SOCKET_IFNAME", v, "environment")
-                    .meaning("NCCL's bootstrap finds no interface and the job fails at init (or picks another).")
-                    .fix(match hint("NCCL_SOCKET_IFNAME") { Some(h) => format!("Use NCCL_SOCKET_IFNAME={h}"), None => "Name the node's front-end netdev.".to_owned() }),
-            );
-        }
+        socket_ifname(node, v, hint("NCCL_SOCKET_IFNAME"), &mut out);
     }
     if out.is_empty() && !env.is_empty() {
         let mut set: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -192,4 +117,89 @@ pub(super) fn nccl_environment(
         out.push(ok("nccl_env", s));
     }
     out
+}
+
+/// NCCL_IB_HCA (`v`) against the node's RDMA devices and the rail devices of the hint.
+fn ib_hca(node: &Node, v: &str, hint: Option<&str>, out: &mut Vec<Finding>) {
+    let devices: BTreeSet<&str> = node.ports.iter().map(|p| p.device.as_str()).collect();
+    let list = v.trim_start_matches(['^', '=']);
+    let named: Vec<&str> = list
+        .split(',')
+        .map(|t| t.split(':').next().unwrap_or("").trim())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let missing: Vec<&str> = named
+        .iter()
+        .copied()
+        .filter(|d| {
+            if v.starts_with('=') || v.starts_with("^=") {
+                !devices.contains(d)
+            } else {
+                !devices.iter().any(|have| have.starts_with(d))
+            }
+        })
+        .collect();
+    if !v.starts_with('^') && !missing.is_empty() {
+        out.push(
+            Finding::new(Severity::Warning, "nccl_env", "NCCL_IB_HCA")
+                .summary(format!("NCCL_IB_HCA names {} the node does not have", missing.join(", ")))
+                .evidence("NCCL_IB_HCA", v, "environment")
+                .meaning("NCCL skips devices it cannot find; a job may run on fewer rails than it should.")
+                .fix(format!("Use {}", hint.unwrap_or("the node's RDMA devices"))),
+        );
+    } else if let Some(h) = hint
+        && !v.starts_with('^')
+    {
+        let want: BTreeSet<&str> = h
+            .trim_start_matches('=')
+            .split(',')
+            .map(|t| t.split(':').next().unwrap_or(""))
+            .collect();
+        let have: BTreeSet<&str> = named.iter().copied().collect();
+        let left_out: Vec<&&str> = want
+            .iter()
+            .filter(|d| !have.iter().any(|h| d.starts_with(h)))
+            .collect();
+        if !left_out.is_empty() {
+            out.push(
+                Finding::new(Severity::Warning, "nccl_env", "NCCL_IB_HCA")
+                    .summary(format!("NCCL_IB_HCA leaves out rail devices: {}", left_out.iter().map(|d| **d).collect::<Vec<_>>().join(", ")))
+                    .evidence("NCCL_IB_HCA", v, "environment")
+                    .meaning("NCCL uses fewer rails than the node has: inter-node bandwidth drops by their share.")
+                    .fix(format!("Use NCCL_IB_HCA={h}")),
+            );
+        }
+    }
+}
+
+/// NCCL_SOCKET_IFNAME (`v`) against the netdevs railscope sees.
+fn socket_ifname(node: &Node, v: &str, hint: Option<&str>, out: &mut Vec<Finding>) {
+    let known: BTreeSet<&str> = node
+        .facts
+        .all("railscope_netdev_info")
+        .map(|s| s.label("netdev"))
+        .collect();
+    let exact = v.starts_with('=');
+    let names: Vec<&str> = v
+        .trim_start_matches(['^', '='])
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !v.starts_with('^')
+        && !known.is_empty()
+        && !names.iter().any(|n| {
+            known
+                .iter()
+                .any(|k| if exact { k == n } else { k.starts_with(n) })
+        })
+    {
+        out.push(
+            Finding::new(Severity::Warning, "nccl_env", "NCCL_SOCKET_IFNAME")
+                .summary(format!("NCCL_SOCKET_IFNAME={v} matches no netdev railscope sees"))
+                .evidence("NCCL_SOCKET_IFNAME", v, "environment")
+                .meaning("NCCL's bootstrap finds no interface and the job fails at init (or picks another).")
+                .fix(match hint { Some(h) => format!("Use NCCL_SOCKET_IFNAME={h}"), None => "Name the node's front-end netdev.".to_owned() }),
+        );
+    }
 }
