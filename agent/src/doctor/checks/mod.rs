@@ -20,6 +20,8 @@ mod nvlink;
 mod pcie;
 mod pfc;
 mod rules;
+#[cfg(test)]
+mod tests;
 mod topology;
 
 /// How bad a finding is. `Skip` says a step had nothing to check on this node.
