@@ -20,9 +20,11 @@ The repository's generated files, all from the default config.libsonnet:
     with the alerts, as Rust constants, so that doctor's checks and the rules cannot drift.
 
 With --out DIR the same files go to DIR: railscope.rules.yml, railscope.node.rules.yml,
-railscope.fleet.rules.yml, prometheusrule.yaml and dashboards/*.json (not doctor's
-constants: doctor is built from the repository's own config). --repo DIR writes or checks the
-generated files of another checkout instead of the one render.py sits in. --config names a jsonnet file whose object is mixed into the mixin, e.g.
+railscope.fleet.rules.yml, prometheusrule.yaml and dashboards/*.json (not doctor's constants:
+doctor is built from the repository's own config). --repo DIR writes or checks the generated
+files of the checkout at DIR instead of the one render.py sits in (the tests check a changed
+copy of mixin/ against the committed files this way).
+--config names a jsonnet file whose object is mixed into the mixin, e.g.
 
     { _config+:: { railscopeSelector: 'job="gpu-nodes"', thresholds+: { pfcPauseFraction: 0.3 } } }
 
