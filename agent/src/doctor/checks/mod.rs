@@ -3,6 +3,11 @@
 //! GPU↔NIC distance, NVLink, GPU health, the kernel log. Each reads [`Facts`] only and
 //! mirrors the alert of the same name (same condition, same severity), so what doctor says
 //! on a node is what the alerts say about it.
+//!
+//! One module per step, each a function from the [`Node`] view to its [`Finding`]s; this
+//! module holds what they share (findings, the node's ports and GPUs, naming helpers) and
+//! [`run`]. The thresholds and XID classes a check shares with its alert are not written here:
+//! `rules` is generated from the mixin's config (`python3 mixin/render.py`).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +28,19 @@ mod rules;
 #[cfg(test)]
 mod tests;
 mod topology;
+
+use devices::devices;
+use gid::gid;
+use gpu_health::gpu_health;
+use gpudirect::gpudirect;
+use kernel_log::kernel_log;
+use link::link;
+use mtu::mtu;
+use nccl::{nccl_environment, nccl_hints};
+use nvlink::nvlink;
+use pcie::pcie;
+use pfc::pfc;
+use topology::topology;
 
 /// How bad a finding is. `Skip` says a step had nothing to check on this node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -318,11 +336,6 @@ fn natural(s: &str) -> (String, u64) {
 pub(crate) fn run(facts: &Facts, env: &[(String, String)]) -> (Vec<Step>, NcclHints) {
     let node = Node::new(facts);
     let mut hints = NcclHints::default();
-    use self::{
-        devices::devices, gid::gid, gpu_health::gpu_health, gpudirect::gpudirect,
-        kernel_log::kernel_log, link::link, mtu::mtu, nccl::nccl_environment, nccl::nccl_hints,
-        nvlink::nvlink, pcie::pcie, pfc::pfc, topology::topology,
-    };
     let step = |id, title, findings| Step {
         id,
         title,
