@@ -59,7 +59,7 @@ fn every_name_referred_to_is_a_family_railscope_exports() {
         bad.join("\n")
     );
     assert!(
-        names.len() > 150,
+        names.len() > 100,
         "only {} names: are the sources read?",
         names.len()
     );
