@@ -27,7 +27,9 @@
     severityOverrides: {},
 
     // Alert levels. Rules and dashboards read them from here, so a panel's threshold line is
-    // where its alert fires.
+    // where its alert fires. `railscope doctor` is built with the ones it checks too
+    // (roceMTUBytes, memlockBytes, nicGPUDistance, nvlinkErrorsPerSecond and the hardware and
+    // warning XIDs, which render.py writes into agent/src/doctor/checks/rules.rs).
     thresholds: {
       // RailscopePFCPauseStorm: fraction of time a priority is paused (0.2 = 200 ms per s).
       pfcPauseFraction: 0.2,

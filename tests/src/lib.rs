@@ -9,6 +9,7 @@
 
 pub mod gpu;
 pub mod kubelet;
+pub mod names;
 pub mod otlp;
 
 use std::collections::BTreeMap;

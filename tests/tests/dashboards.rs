@@ -16,7 +16,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use railscope_tests::{VOLATILE_FAMILIES, require, workspace};
+use railscope_tests::names::known_series;
+use railscope_tests::{require, workspace};
 use serde_json::Value;
 
 const DASHBOARDS: &[(&str, &str)] = &[
@@ -26,36 +27,6 @@ const DASHBOARDS: &[(&str, &str)] = &[
 
 /// Series Prometheus itself produces.
 const BUILTINS: &[&str] = &["ALERTS", "up", "scrape_duration_seconds"];
-
-/// Series every agent exports that no golden file holds, each with the reason. The README
-/// must document each of them (checked below). Panels built only on these return no data on an
-/// agent that reads a fixture tree, so an end-to-end run against fixture agents sees them empty:
-/// * the `ethtool` and `dcb` collectors ask only netdevs of the agent's own network namespace
-///   (fixture netdevs are not), and the netdev traffic counters come from rtnetlink alone;
-/// * XID counts arrive from NVML event threads and are left out of the goldens (`gpu.rs`), though
-///   the fake NVML's fault fixtures produce them;
-/// * the agent's own volatile families (`VOLATILE_FAMILIES`) are exported by every agent and only
-///   left out of the goldens because their values change.
-const LIVE_ONLY: &[&str] = &[
-    "railscope_pfc_pause_duration_seconds_total",
-    "railscope_pfc_pause_frames_total",
-    "railscope_pfc_pause_storm_events_total",
-    "railscope_netdev_priority_discards_total",
-    "railscope_netdev_out_of_buffer_discards_total",
-    "railscope_netdev_phy_fec_corrected_bit_errors_total",
-    "railscope_netdev_phy_symbol_errors_total",
-    "railscope_netdev_bytes_total",
-    "railscope_netdev_errors_total",
-    "railscope_netdev_drops_total",
-    "railscope_netdev_carrier_changes_total",
-    "railscope_dcb_pfc_enabled",
-    // The kernel log: no fixture tree has one (tests/tests/kmsg.rs reads a file of records).
-    "railscope_kmsg_events_total",
-    "railscope_kmsg_event_last_seen_seconds",
-    "railscope_gpu_xid_errors_total",
-    "process_cpu_seconds_total",
-    "process_resident_memory_bytes",
-];
 
 /// Recording rules that hold one value per adapter model or link layer for the whole fleet:
 /// the peers a port is compared with. They have no `instance` or `job` by design, and narrowing
@@ -268,61 +239,6 @@ fn selectors(expr: &str) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// Every series name the golden files hold, the recording rules define, or the README documents
-/// as live-only.
-fn known_series() -> (BTreeSet<String>, BTreeSet<String>) {
-    let mut exported = BTreeSet::new();
-    for e in std::fs::read_dir(workspace().join("tests/golden")).unwrap() {
-        let path = e.unwrap().path();
-        if path.extension().is_some_and(|x| x == "prom") {
-            for line in std::fs::read_to_string(&path).unwrap().lines() {
-                let name = line
-                    .strip_prefix("# TYPE ")
-                    .unwrap_or(line)
-                    .split(['{', ' '])
-                    .next()
-                    .unwrap();
-                if !name.is_empty() && !name.starts_with('#') {
-                    exported.insert(name.to_string());
-                }
-            }
-        }
-    }
-    assert!(exported.contains("railscope_rail_info"), "no golden files?");
-    let mut readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let mut dirs = vec![workspace().join("docs")];
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|x| x == "md") {
-                readme += &std::fs::read_to_string(&path).unwrap();
-            }
-        }
-    }
-    for name in LIVE_ONLY {
-        assert!(
-            readme.contains(&format!("`{name}")) || readme.contains(&format!("{name}`")),
-            "{name} is not documented in README.md or docs/"
-        );
-        exported.insert(name.to_string());
-    }
-    for family in VOLATILE_FAMILIES {
-        if !family.ends_with('_') {
-            exported.insert(family.to_string());
-        }
-    }
-    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
-    let recorded: BTreeSet<String> = rules
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- record: "))
-        .map(|r| r.trim().to_string())
-        .collect();
-    assert!(recorded.contains("railscope:port_rail:info"));
-    (exported, recorded)
 }
 
 /// The mixin's dashboards with its default parameters, as `python3 mixin/render.py` renders
