@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::{VOLATILE_FAMILIES, workspace};
 
-/// Series every agent exports that no golden file holds, each with the reason. The README
+/// Series every agent exports that no golden file holds, each with the reason. The manual
 /// must document each of them (checked below). Panels built only on these return no data on an
 /// agent that reads a fixture tree, so an end-to-end run against fixture agents sees them empty:
 /// * the `ethtool` and `dcb` collectors ask only netdevs of the agent's own network namespace
