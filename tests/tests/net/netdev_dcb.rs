@@ -13,7 +13,7 @@
 //! crate has no `unsafe` and no `libc`), so whatever must happen inside one — an HTTP GET of
 //! the agent bound to the namespace's loopback, sending UDP over the veth, reading its sysfs
 //! statistics — is done by this same test binary re-run under `ip netns exec` with
-//! `--exact netns_helper` and the work described in `$RAILSCOPE_NETNS_HELPER`. In a normal
+//! `--exact netdev_dcb::netns_helper` and the work described in `$RAILSCOPE_NETNS_HELPER`. In a normal
 //! test run `netns_helper` does nothing. A missing `ip` tool is a failure, not a skip.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -32,6 +32,8 @@ use railscope_tests::{
 const HELPER_ENV: &str = "RAILSCOPE_NETNS_HELPER";
 /// Where the helper writes its result.
 const HELPER_OUT_ENV: &str = "RAILSCOPE_NETNS_HELPER_OUT";
+/// The helper's name in this test binary (`--exact` selects it alone).
+const HELPER_TEST: &str = "netdev_dcb::netns_helper";
 
 /// Not a test of its own: the helper the veth test runs inside a network namespace. Work:
 /// `get <addr> <path>` (writes the status line and body), `udp <from-ip> <to-addr> <count>
@@ -138,7 +140,7 @@ impl Netns {
         run(Command::new("ip")
             .args(["netns", "exec", &self.name])
             .arg(exe)
-            .args(["--exact", "netns_helper", "--test-threads", "1", "-q"])
+            .args(["--exact", HELPER_TEST, "--test-threads", "1", "-q"])
             .env(HELPER_ENV, work)
             .env(HELPER_OUT_ENV, &out));
         std::fs::read_to_string(&out).unwrap()
@@ -214,7 +216,7 @@ impl<'a> NetnsAgent<'a> {
         let status = Command::new("ip")
             .args(["netns", "exec", &self.ns.name])
             .arg(std::env::current_exe().unwrap())
-            .args(["--exact", "netns_helper", "--test-threads", "1", "-q"])
+            .args(["--exact", HELPER_TEST, "--test-threads", "1", "-q"])
             .env(HELPER_ENV, format!("get {} {path}", self.addr))
             .env(HELPER_OUT_ENV, &out)
             .stdout(Stdio::null())

@@ -1,0 +1,9 @@
+//! `railscope doctor`: golden reports, findings, `--from`, NCCL variables, the exit status.
+//!
+//! * [`doctor`]: the doctor subcommand end to end.
+//!
+//! Run this binary with `cargo test -p railscope-tests --test doctor`, one module of it with
+//! `cargo test -p railscope-tests --test doctor doctor::`, and one test with
+//! `cargo test -p railscope-tests --test doctor -- --exact doctor::<test name>`.
+
+mod doctor;
