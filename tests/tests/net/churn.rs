@@ -19,26 +19,19 @@
 //! memory grew by less than a few MiB over the run: a sanity bound only, as resident memory
 //! moves with the allocator. The bytes per cycle are measured with `scripts/churn-bench`.
 //!
-//! The test process cannot enter a network namespace itself (this crate has no `unsafe` and
-//! no `libc`), so HTTP to the agent, bound to the namespace's loopback, goes through a small
-//! relay run under `ip netns exec` ([`RELAY`]): it reads one path a line on its standard
-//! input and answers each on its standard output. A missing `ip` tool, or a namespace that cannot be created, is
-//! a failure, not a skip.
+//! HTTP to the agent, bound to the namespace's loopback, goes through the tests' relay
+//! ([`Agent::in_netns`]). A missing `ip` tool, or a namespace that cannot be created, is a
+//! failure, not a skip.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
-use railscope_tests::{Sample, binary, find, parse_samples, value};
+use railscope_tests::netns::Netns;
+use railscope_tests::{Agent, Sample, find, parse_samples, value};
 
-/// The address the relay asks, when this binary runs as the relay.
-const RELAY_ENV: &str = "RAILSCOPE_CHURN_RELAY";
-/// Where the agent listens inside its namespace.
-const AGENT_ADDR: &str = "127.0.0.1:9479";
 /// How many veth pairs come and go.
 const CYCLES: usize = 300;
 /// The most resident memory may grow over the cycles after the first tenth (a sanity bound;
@@ -47,214 +40,49 @@ const RSS_SLACK_KIB: u64 = 8 * 1024;
 /// The collectors under test.
 const COLLECTORS: [&str; 3] = ["netdev", "ethtool", "dcb"];
 
-/// The relay run inside the namespace (`python3`, which the test suite requires): for every
-/// line of standard input (a path), GETs it from `$RAILSCOPE_CHURN_RELAY` and writes
-/// `RELAY <status> <length>\n` and the body to standard output (status 0 when nothing
-/// answers); ends at the end of its input.
-const RELAY: &str = r#"
-import http.client, os, sys
-host, port = os.environ["RAILSCOPE_CHURN_RELAY"].rsplit(":", 1)
-out = sys.stdout.buffer
-for line in sys.stdin:
-    try:
-        c = http.client.HTTPConnection(host, int(port), timeout=30)
-        c.request("GET", line.strip())
-        r = c.getresponse()
-        status, body = r.status, r.read()
-        c.close()
-    except OSError:
-        status, body = 0, b""
-    out.write(b"RELAY %d %d\n" % (status, len(body)))
-    out.write(body)
-    out.flush()
-"#;
-
-/// Runs `cmd`, panicking with its output when it fails.
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?} ({e}); install iproute2"));
+/// Runs `commands` (one a line) with `ip -n <namespace> -batch -`.
+fn ip_batch(ns: &Netns, commands: &str) {
+    let mut child = Command::new("ip")
+        .args(["-n", ns.name(), "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run ip ({e}); install the Debian package iproute2"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(commands.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "{cmd:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
+        "ip -batch failed on {commands:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out
 }
 
-/// A network namespace; deleted (with every netdev left in it) when dropped.
-struct Netns {
-    name: String,
-    dir: tempfile::TempDir,
+fn scrape(agent: &Agent) -> Vec<Sample> {
+    parse_samples(&agent.scrape())
 }
 
-impl Netns {
-    fn new() -> Netns {
-        static COUNT: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "rs-churn-{}-{}",
-            std::process::id(),
-            COUNT.fetch_add(1, Ordering::Relaxed)
-        );
-        run(Command::new("ip").args(["netns", "add", &name]));
-        let ns = Netns {
-            name,
-            dir: tempfile::tempdir().unwrap(),
-        };
-        ns.ip(&["link", "set", "lo", "up"]);
-        ns
-    }
-
-    /// Runs `ip -n <namespace> args…`.
-    fn ip(&self, args: &[&str]) {
-        run(Command::new("ip").args(["-n", &self.name]).args(args));
-    }
-
-    /// Runs `commands` (one a line) with `ip -n <namespace> -batch -`.
-    fn ip_batch(&self, commands: &str) {
-        let mut child = Command::new("ip")
-            .args(["-n", &self.name, "-batch", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run ip ({e}); install iproute2"));
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(commands.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "ip -batch failed on {commands:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+/// A field of the agent's `/proc/<pid>/status` (`VmRSS` in KiB). `ip netns exec` execs the
+/// agent: the child is the agent's own process.
+fn status(agent: &Agent, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/<agent>/status"))
 }
 
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
-/// The agent inside the namespace, and the relay that reaches it; both killed when dropped.
-struct NetnsAgent {
-    child: Child,
-    log: PathBuf,
-    relay: Child,
-    to_relay: ChildStdin,
-    from_relay: BufReader<ChildStdout>,
-}
-
-impl NetnsAgent {
-    fn start(ns: &Netns, args: &[&str]) -> NetnsAgent {
-        let log = ns.dir.path().join("agent.log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &ns.name])
-            .arg(binary())
-            .args(["--web.listen-address", AGENT_ADDR])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run ip ({e}); install iproute2"));
-        let mut relay = Command::new("ip")
-            .args(["netns", "exec", &ns.name])
-            .args(["python3", "-c", RELAY])
-            .env(RELAY_ENV, AGENT_ADDR)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run ip ({e}); install iproute2"));
-        let to_relay = relay.stdin.take().unwrap();
-        let from_relay = BufReader::new(relay.stdout.take().unwrap());
-        let mut agent = NetnsAgent {
-            child,
-            log,
-            relay,
-            to_relay,
-            from_relay,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = agent.child.try_wait().unwrap() {
-                panic!("railscope exited with {status}:\n{}", agent.log());
-            }
-            if agent.get("/-/ready").0 == 200 {
-                return agent;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "railscope did not become ready:\n{}",
-                agent.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// GETs `path` through the relay: (status, body); status 0 when nothing answers.
-    fn get(&mut self, path: &str) -> (u16, String) {
-        writeln!(self.to_relay, "{path}").unwrap();
-        self.to_relay.flush().unwrap();
-        let mut line = String::new();
-        // The test harness writes lines of its own around the relay's answers.
-        let head = loop {
-            line.clear();
-            let n = self.from_relay.read_line(&mut line).unwrap();
-            assert!(n > 0, "the relay ended");
-            if let Some(head) = line.trim_end().strip_prefix("RELAY ") {
-                break head.to_owned();
-            }
-        };
-        let (status, len) = head.split_once(' ').unwrap();
-        let mut body = vec![0; len.parse().unwrap()];
-        self.from_relay.read_exact(&mut body).unwrap();
-        (status.parse().unwrap(), String::from_utf8(body).unwrap())
-    }
-
-    fn scrape(&mut self) -> Vec<Sample> {
-        let (status, body) = self.get("/metrics");
-        assert_eq!(status, 200, "{}", self.log());
-        parse_samples(&body)
-    }
-
-    /// A field of the agent's `/proc/<pid>/status` (`VmRSS` in KiB). `ip netns exec` execs
-    /// the agent: the child is the agent's own process.
-    fn status(&self, field: &str) -> u64 {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{field}:")))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in /proc/<agent>/status"))
-    }
-
-    /// How many descriptors the agent has open.
-    fn open_fds(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
-            .unwrap()
-            .count()
-    }
-}
-
-impl Drop for NetnsAgent {
-    fn drop(&mut self) {
-        let _ = self.relay.kill();
-        let _ = self.relay.wait();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// How many descriptors the agent has open.
+fn open_fds(agent: &Agent) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", agent.child.id()))
+        .unwrap()
+        .count()
 }
 
 fn kept(s: &[Sample]) -> f64 {
@@ -287,8 +115,8 @@ fn naming<'a>(s: &'a [Sample], netdevs: &[&str]) -> Vec<&'a Sample> {
 
 #[test]
 fn veths_that_come_and_go_leave_nothing_behind() {
-    let ns = Netns::new();
-    let mut agent = NetnsAgent::start(
+    let ns = Netns::new("churn");
+    let agent = Agent::in_netns(
         &ns,
         &[
             "--collector.disable-defaults",
@@ -305,23 +133,24 @@ fn veths_that_come_and_go_leave_nothing_behind() {
             "warn",
         ],
     );
-    let s0 = agent.scrape();
+    let s0 = scrape(&agent);
     assert_clean(&s0, "before any veth");
     // `lo` alone, read over rtnetlink.
     assert_eq!(find(&s0, "railscope_netdev_info", &[]).len(), 1, "{s0:?}");
-    let baseline = kept(&agent.scrape());
-    let fds0 = agent.open_fds();
+    let baseline = kept(&scrape(&agent));
+    let fds0 = open_fds(&agent);
     let mut rss_warm = 0;
     let start = Instant::now();
     for i in 0..CYCLES {
         if i == CYCLES / 10 {
-            rss_warm = agent.status("VmRSS");
+            rss_warm = status(&agent, "VmRSS");
         }
         let (a, b) = (format!("vcA{i}"), format!("vcB{i}"));
-        ns.ip_batch(&format!(
-            "link add {a} type veth peer name {b}\nlink set {a} up\n"
-        ));
-        let s = agent.scrape();
+        ip_batch(
+            &ns,
+            &format!("link add {a} type veth peer name {b}\nlink set {a} up\n"),
+        );
+        let s = scrape(&agent);
         assert_clean(&s, &format!("with {a}"));
         for nd in [&a, &b] {
             assert_eq!(
@@ -336,7 +165,7 @@ fn veths_that_come_and_go_leave_nothing_behind() {
         );
 
         ns.ip(&["link", "del", &a]);
-        let s = agent.scrape();
+        let s = scrape(&agent);
         assert_clean(&s, &format!("after {a} was deleted"));
         let left = naming(&s, &[&a, &b]);
         assert!(
@@ -350,8 +179,8 @@ fn veths_that_come_and_go_leave_nothing_behind() {
         );
     }
     let took = start.elapsed();
-    let rss_end = agent.status("VmRSS");
-    let fds_end = agent.open_fds();
+    let rss_end = status(&agent, "VmRSS");
+    let fds_end = open_fds(&agent);
     println!(
         "{CYCLES} veth pairs created and deleted in {:.1} s; resident memory {rss_warm} KiB after {} cycles, {rss_end} KiB at the end; {fds0} descriptors open before, {fds_end} after",
         took.as_secs_f64(),

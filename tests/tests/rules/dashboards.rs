@@ -49,7 +49,7 @@ const LIVE_ONLY: &[&str] = &[
     "railscope_netdev_drops_total",
     "railscope_netdev_carrier_changes_total",
     "railscope_dcb_pfc_enabled",
-    // The kernel log: no fixture tree has one (tests/tests/kmsg.rs reads a file of records).
+    // The kernel log: no fixture tree has one (tests/tests/exposition/kmsg.rs reads a file of records).
     "railscope_kmsg_events_total",
     "railscope_kmsg_event_last_seen_seconds",
     "railscope_gpu_xid_errors_total",
