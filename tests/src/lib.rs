@@ -175,7 +175,7 @@ pub struct Agent {
 enum Serving {
     /// `/-/healthy` answers 200 over plain HTTP.
     Healthy,
-    /// Its port accepts connections (a TLS listener).
+    /// Its port accepts connections (a TLS or basic-auth listener).
     Listening,
 }
 
