@@ -7,7 +7,7 @@
 //     python3 mixin/render.py          # rewrite dashboards/*.json (and the rules)
 //     python3 mixin/render.py --check  # fail when a file differs from what it would write
 //
-// Queries follow three rules (tests/tests/dashboards.rs checks them):
+// Queries follow three rules (tests/tests/rules/dashboards.rs checks them):
 //   * every selector of an exported series carries job=~"$job" and instance=~"$instance"
 //     (and <clusterLabel>=~"$cluster" with showMultiCluster);
 //   * port, GPU and NIC series are narrowed to the chosen rails with

@@ -2,7 +2,7 @@
 // alerts/railscope.rules.yml that fire on what the panel shows. Each alert becomes a panel link
 // "Runbook: <alert>" to std.format(runbookURLPattern, <alert in lower case>), the anchor of its
 // heading in alerts/RUNBOOK.md. A title that names no panel fails the rendering;
-// tests/tests/dashboards.rs checks that every alert exists and has a runbook heading.
+// tests/tests/rules/dashboards.rs checks that every alert exists and has a runbook heading.
 {
   node: {
     // Overview

@@ -6,7 +6,7 @@
 #   tests/lab/lab.sh WORK OUT [trimmed|full]
 #
 # WORK  cache directory (kernel, siw module, initramfs, downloaded packages); reused
-#       between runs. tests/tests/lab.rs uses target/lab.
+#       between runs. tests/tests/lab/lab.rs uses target/lab.
 # OUT   result directory, emptied first; the guest writes into it over virtio-9p.
 # mode  trimmed (default): boot, create devices, one short traffic burst, scrape.
 #       full: every scenario (see tests/lab/README.md) and a sysfs capture.

@@ -2,12 +2,11 @@
 //! and the fixture helpers the GPU tests share.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nvidia_ml_fake::fixture::Fixture;
 
-use crate::{Sample, binary, free_port, get, parse_samples, workspace};
+use crate::{Agent, Sample, parse_samples, workspace};
 
 /// The fake NVML library, built if needed.
 pub fn fake_library() -> PathBuf {
@@ -29,53 +28,43 @@ pub fn live_fixture(dir: &Path, name: &str) -> (PathBuf, Fixture) {
 
 /// The agent with only the gpu collector, on the fake library driven by a fixture file.
 pub struct GpuAgent {
-    child: std::process::Child,
+    agent: Agent,
     /// Where it listens.
     pub addr: std::net::SocketAddr,
 }
 
 impl GpuAgent {
-    /// Starts the agent on `fixture_file` with `extra` flags and waits until it is ready.
+    /// Starts the agent on `fixture_file` with `extra` flags and waits until it is ready:
+    /// its start-up collection is done (it waits for a hung GPU up to its deadline); scrapes
+    /// then start collections of their own.
     pub fn start(fixture_file: &Path, extra: &[&str]) -> GpuAgent {
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
         let lib = fake_library();
-        let child = Command::new(binary())
-            .args([
-                "--web.listen-address",
-                &listen,
-                "--collector.disable-defaults",
-                "--collector.gpu",
-            ])
-            .arg("--collector.gpu.nvml-library")
-            .arg(&lib)
-            .args(extra)
-            .env("RAILSCOPE_FAKE_NVML", fixture_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let addr = listen.parse().unwrap();
-        // Ready once the start-up collection is done (it waits for a hung GPU up to its
-        // deadline); scrapes then start collections of their own.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !get(addr, "/-/ready", &[]).is_ok_and(|r| r.status == 200) {
-            assert!(Instant::now() < deadline, "agent did not become ready");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        GpuAgent { child, addr }
+        let mut args = vec![
+            "--collector.disable-defaults",
+            "--collector.gpu",
+            "--collector.gpu.nvml-library",
+            lib.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let mut agent = Agent::launch(&args, &[("RAILSCOPE_FAKE_NVML", fixture_file.as_os_str())]);
+        agent.wait_ready();
+        let addr = agent.addr;
+        GpuAgent { agent, addr }
+    }
+
+    /// What the agent logged so far.
+    pub fn log(&self) -> String {
+        self.agent.log()
     }
 
     /// One scrape with the given scrape timeout header: the text and how long it took.
     pub fn scrape(&self, timeout_header: &str) -> (String, Duration) {
         let start = Instant::now();
-        let resp = get(
-            self.addr,
+        let resp = self.agent.get(
             "/metrics",
             &[("X-Prometheus-Scrape-Timeout-Seconds", timeout_header)],
-        )
-        .unwrap();
-        assert_eq!(resp.status, 200);
+        );
+        assert_eq!(resp.status, 200, "{}", self.agent.log());
         (resp.text(), start.elapsed())
     }
 
@@ -94,12 +83,5 @@ impl GpuAgent {
             assert!(Instant::now() < deadline, "{what} never showed");
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-}
-
-impl Drop for GpuAgent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -1,6 +1,7 @@
 //! Helpers for railscope's end-to-end tests: find and start the real `railscope` binary
-//! against a fixture tree, talk HTTP to it, parse and normalize its exposition, and run
-//! `promtool`.
+//! ([`Agent`]: against a fixture tree, or inside a network namespace, [`netns`]), talk HTTP to
+//! it, parse ([`parse_samples`]) and normalize its exposition, and run `promtool` and the
+//! other tools the tests need ([`require`]: a missing tool is a failure naming its package).
 //!
 //! The binary is `$RAILSCOPE_BIN` when set (to test an installed package), else the one Cargo
 //! built next to the test executable (`target/<profile>/railscope`).
@@ -10,6 +11,7 @@
 pub mod gpu;
 pub mod kubelet;
 pub mod names;
+pub mod netns;
 pub mod otlp;
 
 use std::collections::BTreeMap;
@@ -159,13 +161,27 @@ pub fn free_port() -> u16 {
 
 /// A running agent; killed when dropped.
 pub struct Agent {
-    /// The child process.
+    /// The child process (the agent's own, also when started in a network namespace).
     pub child: Child,
-    /// Where it listens.
+    /// Where it listens (inside its namespace, for [`Agent::in_netns`]).
     pub addr: SocketAddr,
     log: PathBuf,
+    /// What reaches an agent inside a network namespace.
+    relay: Option<Mutex<netns::Relay>>,
     _dir: tempfile::TempDir,
 }
+
+/// What tells that a starting agent serves.
+#[derive(Clone, Copy)]
+enum Serving {
+    /// `/-/healthy` answers 200 over plain HTTP.
+    Healthy,
+    /// Its port accepts connections (a TLS or basic-auth listener).
+    Listening,
+}
+
+/// Where an agent started with [`Agent::in_netns`] listens, on its namespace's loopback.
+pub const NETNS_AGENT_ADDR: &str = "127.0.0.1:9477";
 
 impl Agent {
     /// Starts the agent on a free port with `args` and waits until `/-/ready` answers 200.
@@ -178,23 +194,80 @@ impl Agent {
     /// Starts the agent on a free port with `args` and environment `env`, and waits only
     /// until it serves (`/-/healthy`): its start-up collection may still be running.
     pub fn launch(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Agent {
-        let port = free_port();
+        Agent::wrapped(Command::new(binary()), args, env)
+    }
+
+    /// Starts `cmd`, a wrapper that execs the binary (`setpriv … -- <binary()>`), on a free
+    /// port with `args` and environment `env`, and waits until it serves (`/-/healthy`).
+    pub fn wrapped(cmd: Command, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Agent {
+        let listen = format!("127.0.0.1:{}", free_port());
+        Agent::spawn(cmd, &listen, None, Serving::Healthy, args, env)
+    }
+
+    /// Starts the agent on a free port with `args` and waits only until its port accepts
+    /// connections: for a web config whose listener answers no plain, anonymous `/-/healthy`
+    /// (TLS, basic auth). Its clients speak TLS ([`Agent::url`]) or send credentials.
+    pub fn listening(args: &[&str]) -> Agent {
+        let listen = format!("127.0.0.1:{}", free_port());
+        Agent::spawn(
+            Command::new(binary()),
+            &listen,
+            None,
+            Serving::Listening,
+            args,
+            &[],
+        )
+    }
+
+    /// `https://<addr><path>`, for a client of an agent started with [`Agent::listening`].
+    pub fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.addr)
+    }
+
+    /// Starts the agent inside the network namespace `ns` (`ip netns exec`, so that it sees
+    /// the namespace's netdevs and sysfs), listening on [`NETNS_AGENT_ADDR`] there, and waits
+    /// until `/-/ready` answers 200. Requests reach it through a [`netns::Relay`]: only
+    /// [`Agent::get`] without headers and [`Agent::scrape`], not [`Agent::addr`].
+    pub fn in_netns(ns: &netns::Netns, args: &[&str]) -> Agent {
+        let relay = netns::Relay::start(ns, NETNS_AGENT_ADDR);
+        let mut agent = Agent::spawn(
+            ns.command(binary()),
+            NETNS_AGENT_ADDR,
+            Some(relay),
+            Serving::Healthy,
+            args,
+            &[],
+        );
+        agent.wait_ready();
+        agent
+    }
+
+    /// Spawns `cmd` (the binary, or a wrapper that execs it) listening on `listen`, and waits
+    /// until it serves.
+    fn spawn(
+        mut cmd: Command,
+        listen: &str,
+        relay: Option<netns::Relay>,
+        serving: Serving,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Agent {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("agent.log");
-        let listen = format!("127.0.0.1:{port}");
-        let child = Command::new(binary())
+        let child = cmd
             .arg("--web.listen-address")
-            .arg(&listen)
+            .arg(listen)
             .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
-            .unwrap();
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
         let mut agent = Agent {
             child,
             addr: listen.parse().unwrap(),
             log,
+            relay: relay.map(Mutex::new),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -202,7 +275,13 @@ impl Agent {
             if let Some(status) = agent.child.try_wait().unwrap() {
                 panic!("railscope exited with {status}:\n{}", agent.log());
             }
-            if get(agent.addr, "/-/healthy", &[]).is_ok_and(|resp| resp.status == 200) {
+            let up = match serving {
+                Serving::Healthy => agent
+                    .try_get("/-/healthy", &[])
+                    .is_ok_and(|resp| resp.status == 200),
+                Serving::Listening => TcpStream::connect(agent.addr).is_ok(),
+            };
+            if up {
                 return agent;
             }
             assert!(
@@ -227,14 +306,18 @@ impl Agent {
         Agent::start(&args)
     }
 
-    /// Waits until `/-/ready` answers 200 (the start-up collection is done).
+    /// Waits until `/-/ready` answers 200 (the start-up collection is done; it waits up to
+    /// its deadline for a device that hangs), for up to 30 s.
     pub fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("railscope exited with {status}:\n{}", self.log());
             }
-            if get(self.addr, "/-/ready", &[]).is_ok_and(|resp| resp.status == 200) {
+            if self
+                .try_get("/-/ready", &[])
+                .is_ok_and(|resp| resp.status == 200)
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -249,13 +332,33 @@ impl Agent {
 
     /// GETs `path`.
     pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> Response {
-        get(self.addr, path, headers).unwrap()
+        self.try_get(path, headers)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()))
+    }
+
+    /// GETs `path`: an error when nothing answers.
+    fn try_get(&self, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Response> {
+        let Some(relay) = &self.relay else {
+            return get(self.addr, path, headers);
+        };
+        assert!(
+            headers.is_empty(),
+            "the relay into a network namespace sends no headers"
+        );
+        match relay.lock().unwrap().get(path) {
+            (0, _) => Err(std::io::Error::other("nothing answered in the namespace")),
+            (status, body) => Ok(Response {
+                status,
+                headers: BTreeMap::new(),
+                body,
+            }),
+        }
     }
 
     /// Scrapes `/metrics` in the Prometheus text format.
     pub fn scrape(&self) -> String {
         let resp = self.get("/metrics", &[]);
-        assert_eq!(resp.status, 200);
+        assert_eq!(resp.status, 200, "{}", self.log());
         resp.text()
     }
 
@@ -379,67 +482,86 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 pub struct Sample {
     /// The sample name.
     pub name: String,
-    /// Its labels.
+    /// Its labels, unescaped.
     pub labels: BTreeMap<String, String>,
     /// Its value.
     pub value: f64,
+    /// Its value as written (`1234`, `4.5e-05`, `+Inf`).
+    pub text: String,
 }
 
-/// Parses the samples of a Prometheus text exposition (enough of the format for the tests:
-/// the agent's own output).
+/// Parses the samples of an exposition, in the Prometheus text format or OpenMetrics (its
+/// `# EOF` is a comment like any other), strictly: a label value may hold only the `\\`,
+/// `\"` and `\n` escapes and must be closed, a label appears once, and the value is one token
+/// with no timestamp after it. Anything else fails the test, naming the line.
 pub fn parse_samples(text: &str) -> Vec<Sample> {
-    let mut out = Vec::new();
-    for line in text
-        .lines()
+    text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
-    {
-        let (series, value) = line.rsplit_once(' ').unwrap();
-        let value = match value {
-            "+Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            v => v.parse().unwrap(),
-        };
-        let (name, labels) = match series.split_once('{') {
-            None => (series.to_owned(), BTreeMap::new()),
-            Some((name, rest)) => (
-                name.to_owned(),
-                parse_labels(rest.strip_suffix('}').unwrap()),
-            ),
-        };
-        out.push(Sample {
-            name,
-            labels,
-            value,
-        });
-    }
-    out
+        .map(parse_sample)
+        .collect()
 }
 
-fn parse_labels(mut text: &str) -> BTreeMap<String, String> {
+fn parse_sample(line: &str) -> Sample {
+    let name_end = line
+        .find(['{', ' '])
+        .unwrap_or_else(|| panic!("no value: {line:?}"));
+    let name = line[..name_end].to_owned();
+    let mut chars = line[name_end..].chars();
     let mut labels = BTreeMap::new();
-    while !text.is_empty() {
-        let (name, rest) = text.split_once("=\"").unwrap();
-        let mut value = String::new();
-        let mut chars = rest.char_indices();
-        let mut end = rest.len();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => match chars.next().map(|(_, c)| c) {
-                    Some('n') => value.push('\n'),
-                    Some(c) => value.push(c),
-                    None => {}
-                },
-                '"' => {
-                    end = i;
-                    break;
+    let mut rest: String = chars.clone().collect();
+    if rest.starts_with('{') {
+        chars.next();
+        loop {
+            let label: String = chars.by_ref().take_while(|c| *c != '=').collect();
+            assert_eq!(chars.next(), Some('"'), "{line:?}");
+            let mut value = String::new();
+            loop {
+                match chars
+                    .next()
+                    .unwrap_or_else(|| panic!("unclosed label value: {line:?}"))
+                {
+                    '\\' => match chars.next() {
+                        Some('\\') => value.push('\\'),
+                        Some('"') => value.push('"'),
+                        Some('n') => value.push('\n'),
+                        other => panic!("invalid escape \\{other:?} in {line:?}"),
+                    },
+                    '"' => break,
+                    c => value.push(c),
                 }
-                c => value.push(c),
+            }
+            assert!(
+                labels.insert(label, value).is_none(),
+                "a label repeats: {line:?}"
+            );
+            match chars.next() {
+                Some(',') => {}
+                Some('}') => break,
+                other => panic!("{other:?} after a label value in {line:?}"),
             }
         }
-        labels.insert(name.to_owned(), value);
-        text = rest[end + 1..].trim_start_matches(',');
+        rest = chars.collect();
     }
-    labels
+    let text = rest
+        .strip_prefix(' ')
+        .unwrap_or_else(|| panic!("no space before the value: {line:?}"));
+    assert!(
+        !text.is_empty() && !text.contains(' '),
+        "not one value: {line:?}"
+    );
+    let value = match text {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v
+            .parse()
+            .unwrap_or_else(|e| panic!("bad value {v:?} ({e}): {line:?}")),
+    };
+    Sample {
+        name,
+        labels,
+        value,
+        text: text.to_owned(),
+    }
 }
 
 /// Finds samples by name and a subset of labels.
@@ -577,32 +699,95 @@ pub fn webhook(received: Arc<Mutex<Vec<(Instant, serde_json::Value)>>>) -> u16 {
     port
 }
 
-/// `name`, after checking that it runs (`--version` or `version`): a missing tool is a
-/// failure naming the Debian package to install, never a skip.
+/// Fails the test because `what` is missing, saying how to install it (`install`: "the Debian
+/// package iproute2", "the PyPI package checkov==3.3.30 in …"). The one policy for every tool
+/// the tests run, in CI and on a developer's machine alike: a missing tool is a failure that
+/// names its package, never a skip (`scripts/test` installs them or names them the same way).
+pub fn missing_tool(what: &str, install: &str) -> ! {
+    panic!("{what} is missing: install {install} (a missing tool fails the test, never skips it)")
+}
+
+/// Where each tool the tests run comes from, as `scripts/test` installs it: what
+/// [`output`] names when one is missing.
+pub const TOOLS: &[(&str, &str)] = &[
+    ("promtool", "the Debian package prometheus"),
+    ("prometheus", "the Debian package prometheus"),
+    (
+        "prometheus-alertmanager",
+        "the Debian package prometheus-alertmanager",
+    ),
+    ("amtool", "the Debian package prometheus-alertmanager"),
+    ("vmalert", "the Debian package victoria-metrics"),
+    ("victoria-metrics", "the Debian package victoria-metrics"),
+    ("python3", "the Debian packages python3 and python3-yaml"),
+    ("ip", "the Debian package iproute2"),
+    ("systemd-analyze", "the Debian package systemd"),
+    ("setpriv", "the Debian package util-linux"),
+    ("unshare", "the Debian package util-linux"),
+    ("dpkg", "the Debian package dpkg"),
+    ("adduser", "the Debian package adduser"),
+    ("openssl", "the Debian package openssl"),
+    ("curl", "the Debian package curl"),
+    ("jsonnet", "the Debian package jsonnet"),
+    ("umoci", "the Debian package umoci"),
+    ("podman", "the Debian package podman"),
+    ("crun", "the Debian package crun"),
+    (
+        "kubectl",
+        "the package kubectl of the Kubernetes apt repository (pkgs.k8s.io)",
+    ),
+];
+
+/// Runs `cmd` and returns its output; a program that is not there is [`missing_tool`], naming
+/// its package from [`TOOLS`].
+pub fn output(cmd: &mut Command) -> std::process::Output {
+    cmd.output().unwrap_or_else(|e| {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let name = program.rsplit('/').next().unwrap_or_default();
+        match TOOLS.iter().find(|(tool, _)| *tool == name) {
+            Some((_, install)) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing_tool(&program, install)
+            }
+            _ => panic!("cannot run {cmd:?}: {e}"),
+        }
+    })
+}
+
+/// Whether `command args…` runs and succeeds, its output discarded.
+pub fn runs(command: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> bool {
+    Command::new(command)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `name`, after checking that it runs (`--version` or `version`); [`missing_tool`] naming
+/// the Debian package `package` when it does not.
 pub fn require(name: &str, package: &str) -> String {
-    let runs = |arg: &str| {
-        Command::new(name)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    assert!(
-        runs("--version") || runs("version"),
-        "{name} is missing: install the Debian package {package}"
-    );
+    if !(runs(name, &["--version"]) || runs(name, &["version"])) {
+        missing_tool(name, &format!("the Debian package {package}"));
+    }
     name.to_owned()
 }
 
-/// A tool of the Debian packages prometheus and prometheus-alertmanager ([`require`]).
+/// `name`, one of [`TOOLS`], after checking that it runs (`--version` or `version`);
+/// [`missing_tool`] naming its package when it does not.
 pub fn tool(name: &str) -> String {
-    require(name, "prometheus or prometheus-alertmanager")
+    let (_, install) = TOOLS
+        .iter()
+        .find(|(tool, _)| *tool == name)
+        .unwrap_or_else(|| panic!("{name} is not one of the tools in TOOLS"));
+    if !(runs(name, &["--version"]) || runs(name, &["version"])) {
+        missing_tool(name, install);
+    }
+    name.to_owned()
 }
 
 /// Runs `cmd` and returns its output, panicking with the output when it fails.
 pub fn run_ok(cmd: &mut Command) -> std::process::Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let out = output(cmd);
     assert!(
         out.status.success(),
         "{cmd:?} failed:\n{}{}",

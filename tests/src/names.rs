@@ -30,7 +30,7 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_netdev_carrier_changes_total",
     "railscope_dcb_pfc_enabled",
     "railscope_netdev_ecn_marked_packets_total",
-    // The kernel log: no fixture tree has one (tests/tests/kmsg.rs reads a file of records).
+    // The kernel log: no fixture tree has one (tests/tests/exposition/kmsg.rs reads a file of records).
     "railscope_kmsg_events_total",
     "railscope_kmsg_records_total",
     "railscope_kmsg_event_last_seen_seconds",

@@ -5,7 +5,7 @@
 # The VM has no network device: every address below lives on veth pairs inside the VM.
 #
 # Every step scrapes each running agent and records what sysfs, `rdma` and `ibv_devinfo`
-# say at the same moment (out/steps/NN-name/); tests/tests/lab.rs asserts on them.
+# say at the same moment (out/steps/NN-name/); tests/tests/lab/lab.rs asserts on them.
 #   agent "root"   (port 9477): defaults: hw counters over RDMA netlink, MTU from verbs
 #   agent "derive" (port 9478): verbs disabled: active MTU derived from the netdev MTU
 #   agent "sysfs"  (port 9479): hw counters from sysfs, verbs disabled (as on a fixture tree)

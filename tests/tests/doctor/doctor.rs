@@ -285,35 +285,12 @@ fn from_an_agent_behind_tls_and_basic_auth() {
     std::fs::write(&wrong, "guess\n").unwrap();
     let tree = "h100-pcie-faults";
     // The agent answers TLS only, so wait for its port rather than for /-/healthy.
-    let port = railscope_tests::free_port();
-    let mut child = Command::new(binary())
-        .arg("--web.listen-address")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--web.config.file")
-        .arg(&web)
-        .args(tree_args(&fixtures().join(tree)))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the agent did not listen"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "the agent exited");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _agent = Kill(child);
-    let url = format!("https://127.0.0.1:{port}/metrics");
+    let mut args = tree_args(&fixtures().join(tree));
+    args.push("--web.config.file".into());
+    args.push(web.display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let agent = Agent::listening(&args);
+    let url = agent.url("/metrics");
     let from = |password: &PathBuf| {
         json_args(vec![
             "--from".to_owned(),

@@ -9,10 +9,10 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use railscope_tests::{Pki, binary, fixtures, free_port, get, require};
+use railscope_tests::{Agent, Pki, binary, fixtures, free_port, get, require, tree_args};
 
 const TREE: &str = "h100-cx7-ndr-ib";
 
@@ -20,71 +20,15 @@ fn hash(password: &str) -> String {
     bcrypt::hash(password, 4).unwrap()
 }
 
-/// The agent under test, started with a web config; killed when dropped.
-struct WebAgent {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl WebAgent {
-    /// Starts the agent on the fixture tree and waits until it accepts TCP connections.
-    fn start(dir: &Path, web_config: &Path, extra: &[&str]) -> WebAgent {
-        let port = free_port();
-        let log = dir.join(format!("agent-{port}.log"));
-        let tree = fixtures().join(TREE);
-        let child = Command::new(binary())
-            .arg("--web.listen-address")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--web.config.file")
-            .arg(web_config)
-            .arg("--path.sysfs")
-            .arg(tree.join("sys"))
-            .arg("--path.procfs")
-            .arg(tree.join("proc"))
-            .args([
-                "--collector.gpu.nvml-library",
-                "/nonexistent/libnvidia-ml.so.1",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut agent = WebAgent { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(agent.addr()).is_err() {
-            if let Some(status) = agent.child.try_wait().unwrap() {
-                panic!("railscope exited with {status}:\n{}", agent.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "railscope did not listen:\n{}",
-                agent.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        agent
-    }
-
-    fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for WebAgent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The agent on the fixture tree with `web_config` and `extra`; started once its port accepts
+/// connections (its listener may answer TLS only, or only with credentials).
+fn web_agent(web_config: &Path, extra: &[&str]) -> Agent {
+    let mut args = tree_args(&fixtures().join(TREE));
+    args.push("--web.config.file".into());
+    args.push(web_config.display().to_string());
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend_from_slice(extra);
+    Agent::listening(&args)
 }
 
 /// What curl got: the HTTP status (0: no HTTP response), curl's exit code, the response
@@ -132,7 +76,7 @@ fn curl(url: &str, args: &[&str]) -> Curl {
 }
 
 /// curl with the CA and optionally a user.
-fn curl_tls(agent: &WebAgent, path: &str, ca: &Path, user: Option<&str>, extra: &[&str]) -> Curl {
+fn curl_tls(agent: &Agent, path: &str, ca: &Path, user: Option<&str>, extra: &[&str]) -> Curl {
     let ca = ca.display().to_string();
     let mut args = vec!["--cacert", ca.as_str()];
     if let Some(user) = user {
@@ -217,7 +161,7 @@ fn prometheus_scrapes_over_https_with_basic_auth() {
         ),
     )
     .unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &[]);
+    let agent = web_agent(&web, &[]);
 
     let prom_port = free_port();
     let prom_config = dir.path().join("prometheus.yml");
@@ -225,7 +169,7 @@ fn prometheus_scrapes_over_https_with_basic_auth() {
         format!(
             "  - job_name: {name}\n    scheme: https\n    tls_config:\n      ca_file: {}\n    basic_auth:\n      username: prometheus\n      password: {password}\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
             pki.ca().display(),
-            agent.port
+            agent.addr.port()
         )
     };
     std::fs::write(
@@ -311,7 +255,7 @@ fn basic_auth_rejects_wrong_passwords_and_unknown_users() {
         ),
     )
     .unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &[]);
+    let agent = web_agent(&web, &[]);
     let ca = pki.ca();
 
     let ok = curl_tls(&agent, "/metrics", &ca, Some("alice:alice-pw"), &[]);
@@ -424,7 +368,7 @@ fn client_certificates_are_required_and_verified() {
         "RequireAndVerifyClientCert",
         &client_pki.ca(),
     );
-    let agent = WebAgent::start(dir.path(), &web, &[]);
+    let agent = web_agent(&web, &[]);
     let ca = server_pki.ca();
     let with = |cert: &Path, key: &Path, extra: &[&str]| {
         let (c, k) = (cert.display().to_string(), key.display().to_string());
@@ -469,10 +413,13 @@ fn plain_http_to_the_tls_port_gets_no_http_answer() {
     let (cert, key) = pki.issue("server", true);
     let web = dir.path().join("web.yml");
     std::fs::write(&web, web_config(Some((&cert, &key)), "", &[], "")).unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &[]);
-    let plain = get(agent.addr(), "/metrics", &[]);
+    let agent = web_agent(&web, &[]);
+    let plain = get(agent.addr, "/metrics", &[]);
     assert!(plain.is_err(), "plain HTTP got an HTTP answer: {plain:?}");
-    let plain = curl(&format!("http://127.0.0.1:{}/metrics", agent.port), &[]);
+    let plain = curl(
+        &format!("http://127.0.0.1:{}/metrics", agent.addr.port()),
+        &[],
+    );
     assert_eq!(plain.status, 0, "{plain:?}");
     // TLS on the same port still works.
     assert_eq!(
@@ -485,7 +432,7 @@ fn plain_http_to_the_tls_port_gets_no_http_answer() {
         web_config(Some((&cert, &key)), "  min_version: TLS13\n", &[], ""),
     )
     .unwrap();
-    let strict = WebAgent::start(dir.path(), &web, &[]);
+    let strict = web_agent(&web, &[]);
     let old = curl_tls(
         &strict,
         "/metrics",
@@ -520,7 +467,7 @@ fn passwords_and_certificates_reload_without_restart() {
         web_config(Some((&cert, &key)), "", &[("prometheus", &hash("old"))], ""),
     )
     .unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &[]);
+    let agent = web_agent(&web, &[]);
     let pid = agent.child.id();
     assert_eq!(
         curl_tls(&agent, "/metrics", &first.ca(), Some("prometheus:old"), &[]).status,
@@ -701,8 +648,7 @@ fn oversized_heads_get_431_and_slow_clients_are_cut_off() {
     let dir = tempfile::tempdir().unwrap();
     let web = dir.path().join("web.yml");
     std::fs::write(&web, "").unwrap();
-    let agent = WebAgent::start(
-        dir.path(),
+    let agent = web_agent(
         &web,
         &[
             "--web.read-header-timeout",
@@ -712,14 +658,14 @@ fn oversized_heads_get_431_and_slow_clients_are_cut_off() {
         ],
     );
     let ok = get(
-        agent.addr(),
+        agent.addr,
         "/-/healthy",
         &[("X-Filler", &"a".repeat(8 * 1024))],
     )
     .unwrap();
     assert_eq!(ok.status, 200, "an 8 KiB header is fine");
     let big = get(
-        agent.addr(),
+        agent.addr,
         "/-/healthy",
         &[("X-Filler", &"a".repeat(20 * 1024))],
     )
@@ -728,13 +674,13 @@ fn oversized_heads_get_431_and_slow_clients_are_cut_off() {
     let names: Vec<String> = (0..80).map(|i| format!("X-H{i}")).collect();
     let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "1")).collect();
     assert_eq!(
-        get(agent.addr(), "/-/healthy", &many).unwrap().status,
+        get(agent.addr, "/-/healthy", &many).unwrap().status,
         431,
         "80 headers"
     );
 
     // A client that sends half a head and stops is disconnected after the header timeout.
-    let mut slow = TcpStream::connect(agent.addr()).unwrap();
+    let mut slow = TcpStream::connect(agent.addr).unwrap();
     slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         .unwrap();
     let start = Instant::now();
@@ -746,7 +692,7 @@ fn oversized_heads_get_431_and_slow_clients_are_cut_off() {
     );
     assert!(!String::from_utf8_lossy(&got).contains(" 200 "), "{got:?}");
     // So is an idle keep-alive connection, and one that never starts.
-    let mut idle = TcpStream::connect(agent.addr()).unwrap();
+    let mut idle = TcpStream::connect(agent.addr).unwrap();
     let start = Instant::now();
     read_until_closed(&mut idle);
     assert!(
@@ -754,7 +700,7 @@ fn oversized_heads_get_431_and_slow_clients_are_cut_off() {
         "an idle connection was held"
     );
     // The agent still serves.
-    assert_eq!(get(agent.addr(), "/-/healthy", &[]).unwrap().status, 200);
+    assert_eq!(get(agent.addr, "/-/healthy", &[]).unwrap().status, 200);
 }
 
 #[test]
@@ -764,8 +710,8 @@ fn a_stalled_tls_handshake_is_cut_off() {
     let (cert, key) = pki.issue("server", true);
     let web = dir.path().join("web.yml");
     std::fs::write(&web, web_config(Some((&cert, &key)), "", &[], "")).unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &["--web.read-header-timeout", "1s"]);
-    let mut stream = TcpStream::connect(agent.addr()).unwrap();
+    let agent = web_agent(&web, &["--web.read-header-timeout", "1s"]);
+    let mut stream = TcpStream::connect(agent.addr).unwrap();
     // The first bytes of a ClientHello record, then nothing.
     stream.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00]).unwrap();
     let start = Instant::now();
@@ -788,10 +734,10 @@ fn a_request_over_the_request_timeout_gets_503() {
     // over the 1 s request timeout.
     let slow_hash = "$2y$16$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
     std::fs::write(&web, web_config(None, "", &[("slow", slow_hash)], "")).unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &["--web.request-timeout", "1s"]);
+    let agent = web_agent(&web, &["--web.request-timeout", "1s"]);
     let start = Instant::now();
     let resp = get(
-        agent.addr(),
+        agent.addr,
         "/metrics",
         &[("Authorization", "Basic c2xvdzpwYXNzd29yZA==")],
     )
@@ -800,7 +746,7 @@ fn a_request_over_the_request_timeout_gets_503() {
     assert_eq!(resp.text(), "Request timed out\n");
     assert!(start.elapsed() < Duration::from_secs(15));
     // Without credentials there is nothing to check: 401 at once.
-    assert_eq!(get(agent.addr(), "/metrics", &[]).unwrap().status, 401);
+    assert_eq!(get(agent.addr, "/metrics", &[]).unwrap().status, 401);
 }
 
 #[test]
@@ -808,12 +754,12 @@ fn a_client_that_stops_reading_is_cut_off() {
     let dir = tempfile::tempdir().unwrap();
     let web = dir.path().join("web.yml");
     std::fs::write(&web, "").unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &["--web.request-timeout", "2s"]);
-    let size = get(agent.addr(), "/metrics", &[]).unwrap().body.len();
+    let agent = web_agent(&web, &["--web.request-timeout", "2s"]);
+    let size = get(agent.addr, "/metrics", &[]).unwrap().body.len();
     // Far more pipelined responses than the socket buffers hold, and no reading: the
     // agent's writes stall, and after the request timeout it gives the connection up.
     let requests = 200;
-    let mut stream = TcpStream::connect(agent.addr()).unwrap();
+    let mut stream = TcpStream::connect(agent.addr).unwrap();
     let one = "GET /metrics HTTP/1.1\r\nHost: railscope\r\n\r\n";
     stream.write_all(one.repeat(requests).as_bytes()).unwrap();
     std::thread::sleep(Duration::from_secs(12));
@@ -836,7 +782,7 @@ fn a_client_that_stops_reading_is_cut_off() {
         "all {requests} responses arrived ({} bytes): the writes never stalled",
         got.len()
     );
-    assert_eq!(get(agent.addr(), "/-/healthy", &[]).unwrap().status, 200);
+    assert_eq!(get(agent.addr, "/-/healthy", &[]).unwrap().status, 200);
 }
 
 #[test]
@@ -862,7 +808,7 @@ fn the_other_client_auth_types() {
             auth,
             &client_pki.ca(),
         );
-        let agent = WebAgent::start(dir.path(), &web, &[]);
+        let agent = web_agent(&web, &[]);
         let with = |cert: &Path, key: &Path| {
             let (c, k) = (cert.display().to_string(), key.display().to_string());
             curl_tls(&agent, "/metrics", &ca, None, &["--cert", &c, "--key", &k]).status == 200
@@ -898,7 +844,7 @@ fn cipher_suites_and_curves_restrict_the_handshake() {
         ),
     )
     .unwrap();
-    let agent = WebAgent::start(dir.path(), &web, &[]);
+    let agent = web_agent(&web, &[]);
     let ca = pki.ca();
     let tls12 = ["--tlsv1.2", "--tls-max", "1.2"];
     // In TLS 1.2 the client must also list the certificate's curve (P-256); the key exchange

@@ -9,29 +9,29 @@
 //! * A fixture tree, whose netdevs do not exist in the test's namespace: the netdev source
 //!   falls back to the tree's sysfs attributes.
 //!
-//! The test process cannot enter a network namespace itself (that needs `setns`, and this
-//! crate has no `unsafe` and no `libc`), so whatever must happen inside one — an HTTP GET of
-//! the agent bound to the namespace's loopback, sending UDP over the veth, reading its sysfs
-//! statistics — is done by this same test binary re-run under `ip netns exec` with
-//! `--exact netns_helper` and the work described in `$RAILSCOPE_NETNS_HELPER`. In a normal
-//! test run `netns_helper` does nothing. A missing `ip` tool is a failure, not a skip.
+//! The agent is started inside the namespace with [`Agent::in_netns`] and reached through the
+//! tests' relay. The test process cannot enter a namespace itself (that needs `setns`, and
+//! this crate has no `unsafe`), so whatever else must happen inside one — sending UDP over the
+//! veth, reading its sysfs statistics, writing a sysctl — is done by this same test binary
+//! re-run under `ip netns exec` with `--exact netdev_dcb::netns_helper` and the work described
+//! in `$RAILSCOPE_NETNS_HELPER`. In a normal test run `netns_helper` does nothing. A missing
+//! `ip` tool is a failure, not a skip.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use railscope_tests::{
-    Agent, Sample, binary, find, get, parse_samples, promtool_check_metrics, value,
-};
+use railscope_tests::netns::Netns;
+use railscope_tests::{Agent, Sample, find, get, parse_samples, promtool_check_metrics, value};
 
 /// The helper's work, when this binary runs as the helper.
 const HELPER_ENV: &str = "RAILSCOPE_NETNS_HELPER";
 /// Where the helper writes its result.
 const HELPER_OUT_ENV: &str = "RAILSCOPE_NETNS_HELPER_OUT";
+/// The helper's name in this test binary (`--exact` selects it alone).
+const HELPER_TEST: &str = "netdev_dcb::netns_helper";
 
 /// Not a test of its own: the helper the veth test runs inside a network namespace. Work:
 /// `get <addr> <path>` (writes the status line and body), `udp <from-ip> <to-addr> <count>
@@ -82,172 +82,49 @@ fn netns_helper() {
     }
 }
 
-/// Runs `cmd`, panicking with its output when it fails.
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd
+/// A namespace with quiet links: no IPv6 autoconfiguration or MLD packets crossing the veth
+/// between a scrape and the sysfs reads it is compared with.
+fn quiet_netns(tag: &str) -> Netns {
+    let ns = Netns::new(&format!("nd-{tag}"));
+    for conf in ["all", "default"] {
+        helper(
+            &ns,
+            &format!("write /proc/sys/net/ipv6/conf/{conf}/disable_ipv6 1"),
+        );
+    }
+    ns
+}
+
+/// Runs this test binary as the helper inside `ns`; returns what it wrote.
+fn helper(ns: &Netns, work: &str) -> String {
+    let out = ns.dir().join("helper.out");
+    let _ = std::fs::remove_file(&out);
+    let mut cmd = ns.command(std::env::current_exe().unwrap());
+    cmd.args(["--exact", HELPER_TEST, "--test-threads", "1", "-q"])
+        .env(HELPER_ENV, work)
+        .env(HELPER_OUT_ENV, &out);
+    let result = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?} ({e}); install iproute2"));
     assert!(
-        out.status.success(),
+        result.status.success(),
         "{cmd:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&result.stdout),
+        String::from_utf8_lossy(&result.stderr)
     );
-    out
+    std::fs::read_to_string(&out).unwrap()
 }
 
-fn ip(args: &[&str]) {
-    run(Command::new("ip").args(args));
-}
-
-/// A network namespace; deleted (with its veth end) when dropped.
-struct Netns {
-    name: String,
-    dir: tempfile::TempDir,
-}
-
-impl Netns {
-    fn new(tag: &str) -> Netns {
-        static COUNT: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "rs-nd-{}-{}-{tag}",
-            std::process::id(),
-            COUNT.fetch_add(1, Ordering::Relaxed)
-        );
-        ip(&["netns", "add", &name]);
-        let ns = Netns {
-            name,
-            dir: tempfile::tempdir().unwrap(),
-        };
-        // Quiet links: no IPv6 autoconfiguration or MLD packets crossing the veth between a
-        // scrape and the sysfs reads it is compared with.
-        for conf in ["all", "default"] {
-            ns.helper(&format!(
-                "write /proc/sys/net/ipv6/conf/{conf}/disable_ipv6 1"
-            ));
-        }
-        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
-        ns
-    }
-
-    /// Runs this test binary as the helper inside the namespace; returns what it wrote.
-    fn helper(&self, work: &str) -> String {
-        let out = self.dir.path().join("helper.out");
-        let _ = std::fs::remove_file(&out);
-        let exe = std::env::current_exe().unwrap();
-        run(Command::new("ip")
-            .args(["netns", "exec", &self.name])
-            .arg(exe)
-            .args(["--exact", "netns_helper", "--test-threads", "1", "-q"])
-            .env(HELPER_ENV, work)
-            .env(HELPER_OUT_ENV, &out));
-        std::fs::read_to_string(&out).unwrap()
-    }
-
-    fn ip(&self, args: &[&str]) {
-        let mut all = vec!["-n", self.name.as_str()];
-        all.extend_from_slice(args);
-        ip(&all);
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
-/// The agent running inside a namespace, on the namespace's loopback; killed when dropped.
-struct NetnsAgent<'a> {
-    ns: &'a Netns,
-    child: Child,
-    log: PathBuf,
-    addr: &'static str,
-}
-
-impl<'a> NetnsAgent<'a> {
-    fn start(ns: &'a Netns, args: &[&str]) -> NetnsAgent<'a> {
-        let addr = "127.0.0.1:9477";
-        let log = ns.dir.path().join("agent.log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &ns.name])
-            .arg(binary())
-            .args(["--web.listen-address", addr])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut agent = NetnsAgent {
-            ns,
-            child,
-            log,
-            addr,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = agent.child.try_wait().unwrap() {
-                panic!("railscope exited with {status}:\n{}", agent.log());
-            }
-            if agent.get("/-/ready").0 == 200 {
-                return agent;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "railscope did not become ready:\n{}",
-                agent.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// GETs `path` from inside the namespace: (status, body); status 0 when nothing answers.
-    fn get(&self, path: &str) -> (u16, String) {
-        let out = self.ns.dir.path().join("helper.out");
-        let _ = std::fs::remove_file(&out);
-        let status = Command::new("ip")
-            .args(["netns", "exec", &self.ns.name])
-            .arg(std::env::current_exe().unwrap())
-            .args(["--exact", "netns_helper", "--test-threads", "1", "-q"])
-            .env(HELPER_ENV, format!("get {} {path}", self.addr))
-            .env(HELPER_OUT_ENV, &out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run ip ({e}); install iproute2"));
-        if !status.success() {
-            return (0, String::new());
-        }
-        let text = std::fs::read_to_string(&out).unwrap();
-        let (code, body) = text.split_once('\n').unwrap();
-        (code.parse().unwrap(), body.to_owned())
-    }
-
-    fn scrape(&self) -> Vec<Sample> {
-        let (status, body) = self.get("/metrics");
-        assert_eq!(status, 200, "{}", self.log());
-        promtool_check_metrics(&body);
-        parse_samples(&body)
-    }
-}
-
-impl Drop for NetnsAgent<'_> {
-    fn drop(&mut self) {
-        // `ip netns exec` execs the agent: this is the agent's own process.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A scrape of `agent`, linted with promtool, parsed.
+fn scrape(agent: &Agent) -> Vec<Sample> {
+    let text = agent.scrape();
+    promtool_check_metrics(&text);
+    parse_samples(&text)
 }
 
 /// The four sysfs counters of `netdev` inside `ns`.
 fn sysfs_stats(ns: &Netns, netdev: &str) -> [f64; 4] {
-    let text = ns.helper(&format!("stats {netdev}"));
+    let text = helper(ns, &format!("stats {netdev}"));
     let v: Vec<f64> = text.lines().map(|l| l.parse().unwrap()).collect();
     [v[0], v[1], v[2], v[3]]
 }
@@ -296,20 +173,29 @@ fn no_dcb_series(s: &[Sample]) {
 
 #[test]
 fn veth_counters_mtu_and_operstate_over_rtnetlink() {
-    let a = Netns::new("a");
-    let b = Netns::new("b");
+    let a = quiet_netns("a");
+    let b = quiet_netns("b");
     let id = std::process::id() % 100_000;
     let va = format!("vethrs{id}a");
     let vb = format!("vethrs{id}b");
     a.ip(&[
-        "link", "add", &va, "type", "veth", "peer", "name", &vb, "netns", &b.name,
+        "link",
+        "add",
+        &va,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &vb,
+        "netns",
+        b.name(),
     ]);
     a.ip(&["addr", "add", "10.203.0.1/30", "dev", &va]);
     b.ip(&["addr", "add", "10.203.0.2/30", "dev", &vb]);
     a.ip(&["link", "set", &va, "up"]);
     b.ip(&["link", "set", &vb, "up"]);
 
-    let agent = NetnsAgent::start(
+    let agent = Agent::in_netns(
         &a,
         &[
             "--path.sysfs",
@@ -323,7 +209,7 @@ fn veth_counters_mtu_and_operstate_over_rtnetlink() {
             "veth",
         ],
     );
-    let s0 = agent.scrape();
+    let s0 = scrape(&agent);
     assert_clean(&s0, "netdev");
     assert_clean(&s0, "dcb");
     let info = find(&s0, "railscope_netdev_info", &[("netdev", &va)]);
@@ -351,10 +237,10 @@ fn veth_counters_mtu_and_operstate_over_rtnetlink() {
     let before = scraped_stats(&s0, &va);
 
     // 20 datagrams of 1000 bytes over the veth (plus ARP, and ICMP port unreachable back).
-    a.helper("udp 10.203.0.1 10.203.0.2:9 20 1000");
+    helper(&a, "udp 10.203.0.1 10.203.0.2:9 20 1000");
     std::thread::sleep(Duration::from_millis(300));
     let low = sysfs_stats(&a, &va);
-    let s1 = agent.scrape();
+    let s1 = scrape(&agent);
     let high = sysfs_stats(&a, &va);
     let got = scraped_stats(&s1, &va);
     for (i, name) in ["rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]
@@ -382,7 +268,7 @@ fn veth_counters_mtu_and_operstate_over_rtnetlink() {
 
     // An MTU change shows in the next scrape.
     a.ip(&["link", "set", &va, "mtu", "4200"]);
-    let s2 = agent.scrape();
+    let s2 = scrape(&agent);
     assert_eq!(
         value(&s2, "railscope_netdev_mtu_bytes", &[("netdev", &va)]),
         4200.0
@@ -395,7 +281,7 @@ fn veth_counters_mtu_and_operstate_over_rtnetlink() {
 
     // So does an administratively down link; its speed becomes unknown (EINVAL), quietly.
     a.ip(&["link", "set", &va, "down"]);
-    let s3 = agent.scrape();
+    let s3 = scrape(&agent);
     let info = find(&s3, "railscope_netdev_info", &[("netdev", &va)]);
     assert_eq!(info[0].labels["operstate"], "down");
     assert_eq!(value(&s3, "railscope_netdev_up", &[("netdev", &va)]), 0.0);

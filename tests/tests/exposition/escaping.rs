@@ -3,16 +3,15 @@
 //! names (as far as the kernel allows each: an RDMA device renamed with `rdma dev set … name`
 //! may hold spaces, commas, quotes and backslashes; a netdev name passes `dev_valid_name()`:
 //! at most 15 bytes, no `/`, `:` or whitespace; a sysfs file name anything but `/`). Both
-//! formats are read back with a strict reader and must give the names exactly;
+//! formats are read back with the strict reader ([`parse_samples`]) and must give the names exactly;
 //! `promtool check metrics` must accept the text format.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use railscope_tests::{Agent, fixtures, promtool_check_metrics};
+use railscope_tests::{Agent, find, fixtures, parse_samples, promtool_check_metrics};
 
 /// An RDMA device name with every character the encoders must escape or could mistake
 /// for syntax.
@@ -23,68 +22,6 @@ const NETDEV: &str = "e\"1\\,={}#x";
 const PORT_COUNTER: &str = "rx bytes, \"prio 3\"";
 const PORT_COUNTER_NEWLINE: &str = "np_ecn\nmarked\\";
 const DEVICE_COUNTER: &str = "async,\"event\" = {x}";
-
-/// One sample: name, labels, the value as written.
-type Sample = (String, BTreeMap<String, String>, String);
-
-/// Reads the samples of an exposition strictly: label values may hold only the `\\`, `\"`
-/// and `\n` escapes, and must be closed; anything else fails the test.
-fn read_samples(text: &str) -> Vec<Sample> {
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let name_end = line.find(['{', ' ']).unwrap();
-        let name = line[..name_end].to_owned();
-        let mut chars = line[name_end..].chars();
-        let mut labels = BTreeMap::new();
-        let mut rest: String = chars.clone().collect();
-        if rest.starts_with('{') {
-            chars.next();
-            loop {
-                let label: String = chars.by_ref().take_while(|c| *c != '=').collect();
-                assert_eq!(chars.next(), Some('"'), "{line:?}");
-                let mut value = String::new();
-                loop {
-                    match chars
-                        .next()
-                        .unwrap_or_else(|| panic!("unclosed value: {line:?}"))
-                    {
-                        '\\' => match chars.next() {
-                            Some('\\') => value.push('\\'),
-                            Some('"') => value.push('"'),
-                            Some('n') => value.push('\n'),
-                            other => panic!("invalid escape \\{other:?} in {line:?}"),
-                        },
-                        '"' => break,
-                        c => value.push(c),
-                    }
-                }
-                assert!(labels.insert(label, value).is_none(), "{line:?}");
-                match chars.next() {
-                    Some(',') => {}
-                    Some('}') => break,
-                    other => panic!("{other:?} after a label value in {line:?}"),
-                }
-            }
-            rest = chars.collect();
-        }
-        let value = rest.strip_prefix(' ').unwrap_or_else(|| panic!("{line:?}"));
-        assert!(!value.contains(' '), "{line:?}");
-        out.push((name, labels, value.to_owned()));
-    }
-    out
-}
-
-fn with<'a>(samples: &'a [Sample], name: &str, labels: &[(&str, &str)]) -> Vec<&'a Sample> {
-    samples
-        .iter()
-        .filter(|(n, l, _)| {
-            n == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
-        })
-        .collect()
-}
 
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
@@ -182,63 +119,63 @@ fn hostile_system_names_survive_both_formats_and_promtool() {
     assert!(open_metrics.ends_with("# EOF\n"));
 
     for (format, text) in [("text 0.0.4", &text), ("OpenMetrics", &open_metrics)] {
-        let s = read_samples(text.trim_end_matches("# EOF\n"));
+        let s = parse_samples(text);
         let device = [("device", DEVICE)];
         assert_eq!(
-            with(&s, "railscope_ib_device_info", &device).len(),
+            find(&s, "railscope_ib_device_info", &device).len(),
             1,
             "{format}: no device info for {DEVICE:?}"
         );
         let port = [("device", DEVICE), ("port", "1")];
         assert_eq!(
-            with(&s, "railscope_ib_port_state", &port)[0].2,
+            find(&s, "railscope_ib_port_state", &port)[0].text,
             "4",
             "{format}"
         );
         for (counter, value) in [(PORT_COUNTER, "1234"), (PORT_COUNTER_NEWLINE, "5678")] {
-            let found = with(
+            let found = find(
                 &s,
                 "railscope_rdma_port_hw_stat_total",
                 &[("device", DEVICE), ("port", "1"), ("counter", counter)],
             );
             assert_eq!(found.len(), 1, "{format}: {counter:?}");
-            assert_eq!(found[0].2, value, "{format}: {counter:?}");
+            assert_eq!(found[0].text, value, "{format}: {counter:?}");
         }
-        let found = with(
+        let found = find(
             &s,
             "railscope_rdma_device_hw_stat_total",
             &[("device", DEVICE), ("counter", DEVICE_COUNTER)],
         );
         assert_eq!(found.len(), 1, "{format}: {DEVICE_COUNTER:?}");
-        assert_eq!(found[0].2, "42");
+        assert_eq!(found[0].text, "42");
 
         // The renamed netdev: its own series, and the RDMA port that sits on it.
         assert_eq!(
-            with(&s, "railscope_netdev_mtu_bytes", &[("netdev", NETDEV)])[0].2,
+            find(&s, "railscope_netdev_mtu_bytes", &[("netdev", NETDEV)])[0].text,
             "4200",
             "{format}"
         );
-        let port_info = with(
+        let port_info = find(
             &s,
             "railscope_ib_port_info",
             &[("device", "mlx5_1"), ("netdev", NETDEV)],
         );
         assert_eq!(port_info.len(), 1, "{format}: mlx5_1 is not on {NETDEV:?}");
         assert_eq!(
-            with(
+            find(
                 &s,
                 "railscope_ib_port_active_mtu_bytes",
                 &[("device", "mlx5_1")]
             )[0]
-            .2,
+            .text,
             "4096",
             "{format}"
         );
 
         // No series lost its device to the renaming, and no name appears mangled.
-        assert!(with(&s, "railscope_ib_device_info", &[("device", "mlx5_0")]).is_empty());
-        for (_, labels, _) in &s {
-            for value in labels.values() {
+        assert!(find(&s, "railscope_ib_device_info", &[("device", "mlx5_0")]).is_empty());
+        for sample in &s {
+            for value in sample.labels.values() {
                 assert!(
                     !value.contains("mlx5 ") || value == DEVICE,
                     "{format}: mangled {value:?}"

@@ -9,31 +9,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::net::UdpSocket;
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
-use railscope_tests::{binary, find, get, parse_samples, promtool_check_metrics, value};
-
-/// Runs `ip` with `args`; panics with its output when it fails or is missing.
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap_or_else(|e| {
-        panic!("cannot run `ip` ({e}); install the Debian package iproute2 (a missing tool is a failure)")
-    });
-    assert!(
-        out.status.success(),
-        "ip {}: {}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use railscope_tests::netns::{Netns, ip};
+use railscope_tests::{Agent, find, parse_samples, promtool_check_metrics, value};
 
 /// A network namespace holding one end of a veth pair whose other end stays in the test's
 /// namespace, with a /30 between them. Both are deleted on drop.
 struct VethNetns {
-    netns: String,
+    ns: Netns,
     /// The end inside the namespace, where the agent runs.
     inner: String,
     /// The end in the test's namespace.
@@ -49,7 +35,7 @@ impl VethNetns {
         let id = std::process::id() % 100_000;
         // Interface names are at most 15 bytes.
         let this = VethNetns {
-            netns: format!("railscope-ethtool-{id}-{n}"),
+            ns: Netns::new("ethtool"),
             inner: format!("rse{id}i{n}"),
             outer: format!("rse{id}o{n}"),
             inner_ip: format!("10.254.{}.{}", (id % 250) + 1, 4 * (n % 60) + 1),
@@ -57,12 +43,8 @@ impl VethNetns {
         let outer_ip = format!("10.254.{}.{}", (id % 250) + 1, 4 * (n % 60) + 2);
         // Clean up leftovers of an earlier run with the same pid, then build.
         let _ = Command::new("ip")
-            .args(["netns", "del", &this.netns])
-            .output();
-        let _ = Command::new("ip")
             .args(["link", "del", &this.outer])
             .output();
-        ip(&["netns", "add", &this.netns]);
         ip(&[
             "link",
             "add",
@@ -73,28 +55,19 @@ impl VethNetns {
             "name",
             &this.inner,
             "netns",
-            &this.netns,
+            this.ns.name(),
         ]);
         ip(&["addr", "add", &format!("{outer_ip}/30"), "dev", &this.outer]);
         ip(&["link", "set", &this.outer, "up"]);
-        this.exec(&[
-            "ip",
+        this.ns.ip(&[
             "addr",
             "add",
             &format!("{}/30", this.inner_ip),
             "dev",
             &this.inner,
         ]);
-        this.exec(&["ip", "link", "set", &this.inner, "up"]);
-        this.exec(&["ip", "link", "set", "lo", "up"]);
+        this.ns.ip(&["link", "set", &this.inner, "up"]);
         this
-    }
-
-    /// Runs a command inside the namespace.
-    fn exec(&self, command: &[&str]) {
-        let mut args = vec!["netns", "exec", self.netns.as_str()];
-        args.extend_from_slice(command);
-        ip(&args);
     }
 
     /// The outer end's ifindex: what the inner end's `peer_ifindex` statistic reports.
@@ -118,39 +91,11 @@ impl VethNetns {
                 .unwrap();
         }
     }
-}
 
-impl Drop for VethNetns {
-    fn drop(&mut self) {
-        // Deleting the namespace destroys the inner end and with it the pair.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.netns])
-            .output();
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.outer])
-            .output();
-    }
-}
-
-/// The railscope binary running inside a namespace; killed on drop.
-struct NetnsAgent {
-    child: Child,
-    addr: SocketAddr,
-    log: tempfile::NamedTempFile,
-}
-
-impl NetnsAgent {
-    fn start(net: &VethNetns, port: u16, extra: &[&str]) -> NetnsAgent {
-        let log = tempfile::NamedTempFile::new().unwrap();
-        let listen = format!("{}:{port}", net.inner_ip);
-        let bin = binary();
+    /// The agent inside the namespace, on its own sysfs and procfs, with the ethtool
+    /// collector alone and `extra`.
+    fn agent(&self, extra: &[&str]) -> Agent {
         let mut args = vec![
-            "netns",
-            "exec",
-            net.netns.as_str(),
-            bin.to_str().unwrap(),
-            "--web.listen-address",
-            listen.as_str(),
             "--path.sysfs",
             "/sys",
             "--path.procfs",
@@ -159,50 +104,17 @@ impl NetnsAgent {
             "--collector.ethtool",
         ];
         args.extend_from_slice(extra);
-        let child = Command::new("ip")
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run `ip` ({e}); install iproute2"));
-        let mut agent = NetnsAgent {
-            child,
-            addr: listen.parse().unwrap(),
-            log,
-        };
-        agent.wait_ready();
-        agent
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.log.path()).unwrap_or_default()
-    }
-
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("railscope exited with {status}:\n{}", self.log());
-            }
-            if get(self.addr, "/-/ready", &[]).is_ok_and(|r| r.status == 200) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("railscope did not become ready:\n{}", self.log());
-    }
-
-    fn scrape(&self) -> String {
-        let resp = get(self.addr, "/metrics", &[]).unwrap();
-        assert_eq!(resp.status, 200);
-        resp.text()
+        Agent::in_netns(&self.ns, &args)
     }
 }
 
-impl Drop for NetnsAgent {
+impl Drop for VethNetns {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // The namespace's own drop destroys the inner end and with it the pair; the outer
+        // end goes here should the pair have outlived it.
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.outer])
+            .output();
     }
 }
 
@@ -224,16 +136,12 @@ fn assert_collector_ok(samples: &[railscope_tests::Sample], log: &str) {
 fn veth_driver_stats_over_the_real_ioctl_in_a_network_namespace() {
     let net = VethNetns::new();
     let include = format!("^{}$", net.inner);
-    let agent = NetnsAgent::start(
-        &net,
-        9477,
-        &[
-            "--collector.ethtool.device-include",
-            &include,
-            "--collector.ethtool.metrics-include",
-            "peer_ifindex|^rx_queue_0_",
-        ],
-    );
+    let agent = net.agent(&[
+        "--collector.ethtool.device-include",
+        &include,
+        "--collector.ethtool.metrics-include",
+        "peer_ifindex|^rx_queue_0_",
+    ]);
     net.send_traffic(100);
     let text = agent.scrape();
     promtool_check_metrics(&text);
@@ -288,7 +196,7 @@ fn default_selection_skips_veth_and_loopback() {
     let net = VethNetns::new();
     // Asked for every statistic, but no device-include: only RDMA and physical netdevs are
     // read, and the namespace has neither (its /sys/class/net holds lo and the veth end).
-    let agent = NetnsAgent::start(&net, 9478, &["--collector.ethtool.metrics-include", "."]);
+    let agent = net.agent(&["--collector.ethtool.metrics-include", "."]);
     net.send_traffic(10);
     let text = agent.scrape();
     promtool_check_metrics(&text);
@@ -304,7 +212,7 @@ fn default_selection_skips_veth_and_loopback() {
 #[test]
 fn veth_without_metrics_include_exports_no_driver_stats() {
     let net = VethNetns::new();
-    let agent = NetnsAgent::start(&net, 9479, &["--collector.ethtool.device-include", "."]);
+    let agent = net.agent(&["--collector.ethtool.device-include", "."]);
     let text = agent.scrape();
     promtool_check_metrics(&text);
     let samples = parse_samples(&text);

@@ -8,94 +8,34 @@
 //!   logged once, not once per scrape.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use railscope_tests::{free_port, get, parse_samples, promtool_check_metrics, value};
+use railscope_tests::{Agent, parse_samples, promtool_check_metrics, require, value};
 
 const NOBODY: &str = "65534";
 
-struct Unprivileged {
-    child: Child,
-    addr: SocketAddr,
-    log: PathBuf,
-}
-
-impl Unprivileged {
-    /// Starts the agent with `args`, as uid/gid 65534 when `unprivileged`, else as the test's
-    /// own user (root).
-    fn start(dir: &Path, unprivileged: bool, args: &[&str]) -> Unprivileged {
-        assert!(
-            Command::new("setpriv")
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success()),
-            "setpriv (Debian package util-linux) is needed to drop privileges"
-        );
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
-        let log = dir.join(format!("agent-{port}.log"));
-        let mut cmd = if unprivileged {
-            let mut cmd = Command::new("setpriv");
-            cmd.args([
-                "--reuid",
-                NOBODY,
-                "--regid",
-                NOBODY,
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
-            ])
-            .arg(railscope_tests::binary());
-            cmd
-        } else {
-            Command::new(railscope_tests::binary())
-        };
-        let child = cmd
-            .args(["--web.listen-address", &listen])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let agent = Unprivileged {
-            child,
-            addr: listen.parse().unwrap(),
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while get(agent.addr, "/-/healthy", &[]).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "agent did not start: {}",
-                std::fs::read_to_string(&agent.log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        agent
+/// The agent with `args`, as uid/gid 65534 when `unprivileged`, else as the test's own user
+/// (root).
+fn start(unprivileged: bool, args: &[&str]) -> Agent {
+    if !unprivileged {
+        return Agent::launch(args, &[]);
     }
-
-    fn scrape(&self) -> String {
-        let resp = get(self.addr, "/metrics", &[]).unwrap();
-        assert_eq!(resp.status, 200);
-        resp.text()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap()
-    }
-}
-
-impl Drop for Unprivileged {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    require("setpriv", "util-linux");
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid",
+        NOBODY,
+        "--regid",
+        NOBODY,
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ])
+    .arg(railscope_tests::binary());
+    Agent::wrapped(cmd, args, &[])
 }
 
 /// A directory every user may enter (the test's temporary directories are root's, mode 0700).
@@ -111,9 +51,7 @@ fn families(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn the_binary_really_runs_unprivileged() {
-    let dir = open_tempdir();
-    let agent = Unprivileged::start(
-        dir.path(),
+    let agent = start(
         true,
         &[
             "--collector.gpu.nvml-library",
@@ -140,15 +78,14 @@ fn the_binary_really_runs_unprivileged() {
 
 #[test]
 fn unprivileged_the_agent_reads_this_machine_like_root() {
-    let dir = open_tempdir();
     // The real /sys and /proc, every default collector (the GPU one finds no NVML here; the
     // fake-NVML tests cover it).
     let args = [
         "--collector.gpu.nvml-library",
         "/nonexistent/libnvidia-ml.so.1",
     ];
-    let root = Unprivileged::start(dir.path(), false, &args);
-    let nobody = Unprivileged::start(dir.path(), true, &args);
+    let root = start(false, &args);
+    let nobody = start(true, &args);
     // The second scrape of each: every source has run once before it.
     let (_, _) = (root.scrape(), nobody.scrape());
     let (root_text, nobody_text) = (root.scrape(), nobody.scrape());
@@ -213,7 +150,7 @@ fn a_file_only_root_may_read_costs_its_series_and_is_logged_once() {
     let mut args = railscope_tests::tree_args(&copy);
     args.extend(["--log.format".to_owned(), "json".to_owned()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let agent = Unprivileged::start(dir.path(), true, &args);
+    let agent = start(true, &args);
     let mut text = String::new();
     for _ in 0..3 {
         text = agent.scrape();

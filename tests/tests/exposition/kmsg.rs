@@ -24,19 +24,44 @@ fn event<'a>(
     ]
 }
 
+/// This machine's `CLOCK_MONOTONIC` in microseconds: the clock `/dev/kmsg` stamps its records
+/// with (time since boot, suspend left out).
+fn monotonic_micros() -> u64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .expect("CLOCK_MONOTONIC is readable");
+    now.tv_sec() as u64 * 1_000_000 + now.tv_nsec() as u64 / 1_000
+}
+
 #[test]
 fn the_agent_counts_kernel_log_events_and_follows_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("kmsg");
     let mut file = std::fs::File::create(&log).unwrap();
+    // Records are stamped in microseconds since boot. The stamps are fractions of this
+    // machine's uptime (a quarter of it for the backlog, half of it for the record appended
+    // later) so that they lie in the past however recently the machine booted.
+    let uptime = monotonic_micros();
+    let first = uptime / 4;
+    let appended = uptime / 2;
     // The boot's backlog: an XID, a firmware command timeout, an AER error, and noise.
     for line in [
-        "4,812,912345678,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=2841, name=python3, GPU has fallen off the bus.",
-        " SUBSYSTEM=pci",
-        " DEVICE=+pci:0000:1b:00.0",
-        "3,813,912400000,-;mlx5_core 0000:18:00.0: wait_func:1034:(pid 4711): ACCESS_REG(0x805) timeout. Will cause a leak of a command resource",
-        "3,814,912500000,-;pcieport 0000:17:01.0: AER: Uncorrected (Non-Fatal) error message received from 0000:18:00.0",
-        "6,815,912600000,-;mlx5_core 0000:18:00.0 ibp24s0: Link up",
+        format!(
+            "4,812,{first},-;NVRM: Xid (PCI:0000:1b:00): 79, pid=2841, name=python3, GPU has fallen off the bus."
+        ),
+        " SUBSYSTEM=pci".to_owned(),
+        " DEVICE=+pci:0000:1b:00.0".to_owned(),
+        format!(
+            "3,813,{},-;mlx5_core 0000:18:00.0: wait_func:1034:(pid 4711): ACCESS_REG(0x805) timeout. Will cause a leak of a command resource",
+            first + 1
+        ),
+        format!(
+            "3,814,{},-;pcieport 0000:17:01.0: AER: Uncorrected (Non-Fatal) error message received from 0000:18:00.0",
+            first + 2
+        ),
+        format!(
+            "6,815,{},-;mlx5_core 0000:18:00.0 ibp24s0: Link up",
+            first + 3
+        ),
     ] {
         writeln!(file, "{line}").unwrap();
     }
@@ -97,7 +122,7 @@ fn the_agent_counts_kernel_log_events_and_follows_the_log() {
         3,
         "only the table's events"
     );
-    // The XID's time: the kernel's boot time plus the record's 912.345678 s, in the past.
+    // The XID's time: the kernel's boot time plus the record's stamp, in the past.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -112,7 +137,7 @@ fn the_agent_counts_kernel_log_events_and_follows_the_log() {
     // A new XID 79 on the same GPU is appended: the counter rises, the time moves.
     writeln!(
         file,
-        "4,816,999000000,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=2990, GPU has fallen off the bus."
+        "4,816,{appended},-;NVRM: Xid (PCI:0000:1b:00): 79, pid=2990, GPU has fallen off the bus."
     )
     .unwrap();
     file.flush().unwrap();
@@ -130,9 +155,10 @@ fn the_agent_counts_kernel_log_events_and_follows_the_log() {
         "railscope_kmsg_event_last_seen_seconds",
         &event("xid", "0000:1b:00.0", "79", ""),
     );
+    let apart = (appended - first) as f64 / 1e6;
     assert!(
-        (later - at - (999.0 - 912.345678)).abs() < 0.01,
-        "{later} - {at}"
+        (later - at - apart).abs() < 0.01,
+        "{later} - {at}, not {apart}"
     );
 }
 

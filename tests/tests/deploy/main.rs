@@ -1,0 +1,13 @@
+//! Packaging: the systemd unit, the Debian package, the container image, the Kubernetes base.
+//!
+//! * [`packaging`]: systemd unit, Kubernetes base, Debian package install and removal.
+//! * [`image`]: the OCI image, chrooted and under podman.
+//! * [`k8s_validate`]: the rendered Kubernetes base validates and passes checkov.
+//!
+//! Run this binary with `cargo test -p railscope-tests --test deploy`, one module of it with
+//! `cargo test -p railscope-tests --test deploy packaging::`, and one test with
+//! `cargo test -p railscope-tests --test deploy -- --exact packaging::<test name>`.
+
+mod image;
+mod k8s_validate;
+mod packaging;
