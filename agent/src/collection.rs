@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use railscope_collectors::SourceData;
-use railscope_collectors::guard::BlockedDevice;
+use railscope_collectors::fs::guard::BlockedDevice;
 
 /// What one source produced in one collection.
 #[derive(Debug, Clone)]

@@ -15,9 +15,10 @@
 //! * [`run`]: the one timeout model. The agent hands down a [`Deadline`] (the earliest among
 //!   the scrapes waiting); a source runs its per-device work with [`Run::each`], and a device
 //!   that does not answer in time costs only its own series.
-//! * Shared ground every source may use, and no source owns: [`fs`] (the file-system seam under
-//!   injectable [`Roots`]), [`guard`] (blocked reads fenced per device), [`error`],
-//!   [`pcie`] (PCI discovery), [`netdevs`] (which netdevs to read).
+//! * Shared ground every source may use, and no source owns: [`fs`] (the read path, one stack
+//!   from the injectable [`Roots`] up through the real file system, kept-open files, refused
+//!   back-off and the guard that fences blocked reads per device, to the attribute reader
+//!   [`fs::attr`]), [`error`], [`pcie`] (PCI discovery), [`netdevs`] (which netdevs to read).
 //!
 //! # Adding a source
 //!
@@ -27,7 +28,7 @@
 //!    for what the kernel may omit; `types.rs` once it grows), and its reading and pure
 //!    parsing in modules of their own. Per-device work goes through [`Run::each`] (and
 //!    [`run::gather`]), so a stuck device costs only itself; files are read through the `Fs`
-//!    handed to `build` with the [`sysfs`] reader, never `std::fs`; netlink through
+//!    handed to `build` with the [`fs::attr`] reader, never `std::fs`; netlink through
 //!    `netlink`. Add `pub mod <name>;` to `sources/mod.rs`.
 //! 2. One line in the `registry!` call in `registry.rs`:
 //!    `Name => sources::<name>::NameSource,` (with a doc line).
@@ -40,26 +41,21 @@
 //! landing page and the `collector` label of the self metrics follow from the registry line.
 
 pub mod error;
-pub mod files;
 pub mod fs;
-pub mod guard;
 pub mod netdevs;
 pub(crate) mod netlink;
 pub mod pcie;
 #[cfg(test)]
 mod proptests;
 pub mod registry;
-pub mod restricted;
 pub mod run;
 pub mod source;
 pub mod sources;
-pub mod sysfs;
 
 pub use error::{CollectError, ErrorKind};
 #[cfg(any(test, feature = "testing"))]
 pub use fs::{Fault, FaultFs};
-pub use fs::{Fs, RealFs, Roots};
-pub use guard::GuardedFs;
+pub use fs::{Fs, GuardedFs, RealFs, Roots};
 pub use registry::{AnySource, Collectors, SOURCES, SourceData, SourceReport, SourceSpec};
 pub use run::{Deadline, Run, Unit};
 pub use source::{OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec};

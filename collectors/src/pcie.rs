@@ -12,7 +12,8 @@ use std::path::Path;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::Fs;
-use crate::sysfs::{self, Attrs, is_pci_address};
+use crate::fs::attr::{self, Attrs};
+use crate::fs::is_pci_address;
 
 /// NVIDIA's PCI vendor id.
 pub const NVIDIA_VENDOR: u32 = 0x10de;
@@ -178,7 +179,7 @@ pub fn rdma_functions(
     let mut out = Vec::new();
     for entry in entries {
         // Software devices have no `device` link; one that cannot be read is no PCI function.
-        let Some(address) = sysfs::peek_link(fs, &class.join(&entry.name).join("device"))
+        let Some(address) = attr::peek_link(fs, &class.join(&entry.name).join("device"))
             .filter(|a| is_pci_address(a))
         else {
             continue;
@@ -208,7 +209,7 @@ pub fn nvidia_gpus(fs: &dyn Fs, sysfs: &Path, errors: &mut Vec<CollectError>) ->
     for entry in entries.into_iter().filter(|e| is_pci_address(&e.name)) {
         // Only to find the GPUs: the `pci` source reports these files' errors.
         let read = |file: &str| {
-            sysfs::peek(fs, &dir.join(&entry.name).join(file)).and_then(|t| parse_hex_id(&t))
+            attr::peek(fs, &dir.join(&entry.name).join(file)).and_then(|t| parse_hex_id(&t))
         };
         if read("vendor") == Some(NVIDIA_VENDOR) && read("class").is_some_and(|c| c >> 16 == 0x03) {
             gpus.push(entry.name);
@@ -252,7 +253,7 @@ pub fn numa_node(fs: &dyn Fs, sysfs: &Path, address: &str) -> Option<i64> {
         .join("bus/pci/devices")
         .join(address)
         .join("numa_node");
-    sysfs::peek(fs, &path)?.trim().parse().ok()
+    attr::peek(fs, &path)?.trim().parse().ok()
 }
 
 #[cfg(test)]

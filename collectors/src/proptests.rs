@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
+use crate::fs::is_pci_address;
 use crate::netlink::testing::{cstr, datagram, message, nest, nla};
 use crate::netlink::{self, rtnl};
 use crate::pcie::{self, PciPath};
@@ -32,7 +33,6 @@ use crate::sources::infiniband::pma;
 use crate::sources::infiniband::types::{MtuRule, PmaCounter, PmaDir};
 use crate::sources::pci;
 use crate::sources::topology;
-use crate::sysfs;
 
 /// `cases` cases, no regression files written into the source tree (a failure prints its
 /// minimized input, which is then kept as a unit test here).
@@ -146,7 +146,7 @@ proptest! {
         }
         let _ = parse::parse_int::<i64>(&text);
         let _ = parse::parse_int::<u32>(&text);
-        let _ = sysfs::is_pci_address(&text);
+        let _ = is_pci_address(&text);
     }
 
     /// `sysfs_emit(buf, "%d%s Gb/sec (%dX%s)\n", rate / 10, rate % 10 ? ".5" : "", width,
@@ -242,11 +242,11 @@ proptest! {
         func in 0u8..8,
     ) {
         let address = format!("{domain:04x}:{bus:02x}:{dev:02x}.{func}");
-        prop_assert!(sysfs::is_pci_address(&address), "{}", address);
+        prop_assert!(is_pci_address(&address), "{}", address);
         let longer = format!("{address}0");
         let bad_function = format!("{domain:04x}:{bus:02x}:{dev:02x}.8");
-        prop_assert!(!sysfs::is_pci_address(&longer));
-        prop_assert!(!sysfs::is_pci_address(&bad_function));
+        prop_assert!(!is_pci_address(&longer));
+        prop_assert!(!is_pci_address(&bad_function));
     }
 
     /// The active MTU is an IB MTU (or the rule's floor), never larger than what fits, and
@@ -1440,7 +1440,7 @@ proptest! {
         let nvml = format!("{domain:08X}:{bus:02X}:{dev:02X}.{func:X}");
         prop_assert_eq!(pci_to_sysfs(&nvml), sysfs.clone());
         prop_assert_eq!(pci_to_sysfs(&sysfs), sysfs.clone());
-        prop_assert!(sysfs::is_pci_address(&pci_to_sysfs(&nvml)));
+        prop_assert!(is_pci_address(&pci_to_sysfs(&nvml)));
     }
 }
 

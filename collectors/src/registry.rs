@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-use crate::files::KeptOpenFs;
+use crate::fs::KeptOpenFs;
+use crate::fs::guard::{BlockedDevice, GuardedFs};
 use crate::fs::{Fs, Roots};
-use crate::guard::{BlockedDevice, GuardedFs};
 use crate::run::{Deadline, Run, Work};
 use crate::source::{Build, OptionSpec, OptionValues, Report, Source, SourceBuildError};
 use crate::sources;

@@ -16,7 +16,7 @@
 //!   file whose inode was unlinked or replaced is also dropped, since only sysfs and procfs
 //!   guarantee that an open file follows its path (checked at most once per
 //!   [`VERIFY_EVERY`] per file, so a file replaced there is seen within a second);
-//! * counts, per device directory ([`crate::guard::device_key`]), the kept files found changed
+//! * counts, per device directory ([`crate::fs::device_key`]), the kept files found changed
 //!   ([`Fs::changes`]), so a source that remembers what does not change (listings, identity)
 //!   knows when a device was removed and added again under the same name;
 //! * closes the kept files under a directory a source says is gone ([`Fs::release`]: a
@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use crate::fs::{DirEntry, Fs, MAX_ATTRIBUTE_BYTES, PathHasher, RealFs, Roots};
-use crate::guard::{coarse_now, device_prefix};
+use crate::fs::base::{PathHasher, Roots, coarse_now, device_prefix};
+use crate::fs::{DirEntry, Fs, Kept, KeptFile, MAX_ATTRIBUTE_BYTES, RealFs};
 
 /// Outside a kernel file system, how often a kept file is checked for having been replaced or
 /// removed under its path.
@@ -66,25 +66,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(30);
 const SYSFS_MAGIC: i64 = 0x6265_6572;
 const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
-#[derive(Debug)]
-struct Kept {
-    file: Arc<File>,
-    /// Seconds after the epoch of this file system when it was last read.
-    used: AtomicU64,
-    /// Seconds after the epoch when its inode was last checked (outside kernel file systems).
-    verified: AtomicU64,
-}
-
 /// Kept files by the bytes of their path.
 type KeptMap = HashMap<Box<[u8]>, Arc<Kept>, BuildHasherDefault<PathHasher>>;
-
-/// A file [`KeptOpenFs`] keeps open, held by a reader that reads the same attribute every
-/// scrape ([`Fs::keep_handle`]): a read through it ([`Fs::read_kept`]) skips the look-up
-/// by path. It follows the same rules as a read by path: outside sysfs and procfs its inode
-/// is checked every [`VERIFY_EVERY`], and a read that says the file no longer stands for
-/// its path opens the path again.
-#[derive(Debug, Clone)]
-pub struct KeptFile(Arc<Kept>);
 
 /// Changes seen, by device directory; `resets` counts the times the map was cleared.
 #[derive(Debug, Default)]
