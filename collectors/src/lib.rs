@@ -6,6 +6,9 @@
 //! their snapshots to metric families.
 //!
 //! Principal types, from the top down:
+//! * [`schedule`]: the [`Scheduler`] the agent asks for a [`Collection`] with a timeout: it
+//!   hands the collection its deadline, runs the enabled sources on a few collection lanes
+//!   and takes each source's outcome up as it comes; concurrent scrapes share one collection.
 //! * [`registry`]: the ordered list of sources ([`SOURCES`], [`SourceData`]) and
 //!   [`Collectors`], the enabled sources built over one guarded file system. It drives the
 //!   agent's `--collector.<name>` flags, their help text and the config file's `collectors:`
@@ -49,6 +52,7 @@ pub mod pcie;
 mod proptests;
 pub mod registry;
 pub mod run;
+pub mod schedule;
 pub mod source;
 pub mod sources;
 
@@ -58,4 +62,5 @@ pub use fs::{Fault, FaultFs};
 pub use fs::{Fs, GuardedFs, RealFs, Roots};
 pub use registry::{AnySource, Collectors, SOURCES, SourceData, SourceReport, SourceSpec};
 pub use run::{Deadline, Run, Unit};
+pub use schedule::{Collection, Scheduler, SourceOutcome, Totals};
 pub use source::{OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec};

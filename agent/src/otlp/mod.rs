@@ -27,10 +27,10 @@ use std::time::{Duration, SystemTime};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+use railscope_collectors::Scheduler;
 
 use crate::exposition::Family;
 use crate::inventory::Inventory;
-use crate::scheduler::Scheduler;
 use config::OtlpConfig;
 use queue::Queue;
 
