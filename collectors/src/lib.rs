@@ -48,13 +48,13 @@ pub mod fs;
 pub mod netdevs;
 pub(crate) mod netlink;
 pub mod pcie;
-#[cfg(test)]
-mod proptests;
 pub mod registry;
 pub mod run;
 pub mod schedule;
 pub mod source;
 pub mod sources;
+#[cfg(test)]
+mod strategies;
 
 pub use error::{CollectError, ErrorKind};
 #[cfg(any(test, feature = "testing"))]

@@ -302,6 +302,8 @@ fn trim_zeros(digits: &[u8]) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn roots() -> Roots {
@@ -369,5 +371,24 @@ mod tests {
             names,
             ["gid", "irdma0", "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10"]
         );
+    }
+
+    proptest! {
+        #![proptest_config(crate::strategies::config(1024))]
+
+        #[test]
+        fn pci_addresses_are_recognized(
+            domain in 0u32..0x20000,
+            bus in any::<u8>(),
+            dev in 0u8..32,
+            func in 0u8..8,
+        ) {
+            let address = format!("{domain:04x}:{bus:02x}:{dev:02x}.{func}");
+            prop_assert!(is_pci_address(&address), "{}", address);
+            let longer = format!("{address}0");
+            let bad_function = format!("{domain:04x}:{bus:02x}:{dev:02x}.8");
+            prop_assert!(!is_pci_address(&longer));
+            prop_assert!(!is_pci_address(&bad_function));
+        }
     }
 }

@@ -364,6 +364,9 @@ pub fn parse_memlock(text: &str) -> Option<Limit> {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -23,6 +23,8 @@
 pub(crate) mod netlink;
 pub mod parse;
 pub mod pma;
+#[cfg(test)]
+mod proptests;
 pub mod types;
 pub(crate) mod verbs;
 

@@ -513,6 +513,9 @@ pub fn acs_state(config: &[u8]) -> AcsState {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
