@@ -22,14 +22,14 @@ pub enum ErrorKind {
     /// A device was listed but disappeared before it could be read.
     Vanished,
     /// The read did not return before the collection's deadline; its device is skipped until it
-    /// does (see [`crate::fs::guard`]).
+    /// does (see `crate::fs::guard`).
     Timeout,
     /// Not read, because an earlier read of the same device is still blocked. Such errors are
     /// not counted one by one: the blocked device is reported once, by the timeout and by
     /// `railscope_sysfs_blocked_seconds`.
     Skipped,
     /// Not read, because the file refused reads before (`EINVAL`, `EOPNOTSUPP`, `EACCES`) and
-    /// backs off (see [`crate::fs::refused`]). Not counted: the first refusal was.
+    /// backs off (see `crate::fs::refused`). Not counted: the first refusal was.
     Refused,
 }
 
@@ -166,7 +166,7 @@ impl CollectError {
         CollectError::at(device, Origin::File(path.to_path_buf()), kind, detail)
     }
 
-    /// An I/O failure of any origin; a [`crate::fs::guard`] timeout or skip is of that kind.
+    /// An I/O failure of any origin; a `crate::fs::guard` timeout or skip is of that kind.
     pub fn failed(device: Option<&str>, origin: Origin, err: &io::Error) -> Self {
         let kind = if is_skipped(err) {
             ErrorKind::Skipped
@@ -320,14 +320,14 @@ pub enum Blocked {
         waited: Duration,
     },
     /// An earlier operation on the same device has not returned; this one was not tried.
-    DeviceBlocked {
+    Device {
         /// The blocked device's directory.
         device: PathBuf,
         /// Since when it has been blocked.
         for_: Duration,
     },
     /// Too many devices are blocked; this one was not tried.
-    TooManyBlocked,
+    TooMany,
     /// The attempt this operation belongs to was given up; it was not tried.
     Abandoned,
 }
@@ -340,13 +340,13 @@ impl std::fmt::Display for Blocked {
                 "the read did not return within {:.3}s; the device is skipped until it does",
                 waited.as_secs_f64()
             ),
-            Blocked::DeviceBlocked { device, for_ } => write!(
+            Blocked::Device { device, for_ } => write!(
                 f,
                 "skipped: a read under {} has been blocked for {:.1}s",
                 device.display(),
                 for_.as_secs_f64()
             ),
-            Blocked::TooManyBlocked => write!(
+            Blocked::TooMany => write!(
                 f,
                 "skipped: the most devices that may have a blocked read already have one"
             ),
@@ -394,7 +394,7 @@ pub fn is_refused(err: &io::Error) -> bool {
 pub fn is_skipped(err: &io::Error) -> bool {
     matches!(
         err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
-        Some(Blocked::DeviceBlocked { .. } | Blocked::TooManyBlocked | Blocked::Abandoned)
+        Some(Blocked::Device { .. } | Blocked::TooMany | Blocked::Abandoned)
     )
 }
 

@@ -11,10 +11,10 @@
 //! **Netdevs come and go** (a Kubernetes node creates and deletes veths all day), and
 //! nothing a source keeps may outlive its netdev. The sources keep no state per netdev of
 //! their own; what the agent's file system keeps open between scrapes
-//! ([`crate::fs::KeptOpenFs`]: the attribute files read under `class/net/<netdev>/`) it
+//! (`crate::fs::KeptOpenFs`: the attribute files read under `class/net/<netdev>/`) it
 //! drops when a read of a kept file fails with `ENODEV`, which is what kernfs answers once
 //! the netdev was unregistered. A netdev that is no longer read would hold its files until
-//! they are forgotten unread ([`crate::fs::kept::FORGET_AFTER`]), so each source remembers the
+//! they are forgotten unread (`crate::fs::kept::FORGET_AFTER`), so each source remembers the
 //! names it selected in its last collection ([`Departures`]; no more than the names
 //! selected now) and, in the first collection that no longer selects a netdev, has the file
 //! system close the files kept under its directory ([`let_go`], [`Fs::release`]). That

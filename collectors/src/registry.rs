@@ -174,7 +174,7 @@ pub struct Collectors {
 
 impl Collectors {
     /// Builds every `(spec, options)` over the real file system under `roots`, its attribute
-    /// files kept open between scrapes ([`KeptOpenFs`]). Every read goes through one
+    /// files kept open between scrapes (`KeptOpenFs`). Every read goes through one
     /// [`GuardedFs`]: a read that blocks in the kernel costs its device's series until it
     /// returns, never the scrape or the rest of the node.
     pub fn build<'a>(

@@ -175,7 +175,7 @@ impl GuardedFs {
         }
     }
 
-    /// How long a file that refused reads is left unread at first ([`crate::fs::refused`]).
+    /// How long a file that refused reads is left unread at first (`crate::fs::refused`).
     pub fn set_refused_backoff(&self, first: Duration) {
         self.restricted.set_first_backoff(first);
     }
@@ -409,12 +409,12 @@ impl GuardedFs {
             .get(&(device.clone(), false))
             .or_else(|| read.then(|| state.blocked.get(&(device.clone(), true)))?);
         if let Some(entry) = blocked {
-            return Some(Blocked::DeviceBlocked {
+            return Some(Blocked::Device {
                 device: PathBuf::from(self.relative(&device)),
                 for_: coarse_now().saturating_sub(entry.since),
             });
         }
-        (state.blocked.len() >= MAX_BLOCKED).then_some(Blocked::TooManyBlocked)
+        (state.blocked.len() >= MAX_BLOCKED).then_some(Blocked::TooMany)
     }
 }
 

@@ -16,14 +16,14 @@
 //!   file whose inode was unlinked or replaced is also dropped, since only sysfs and procfs
 //!   guarantee that an open file follows its path (checked at most once per
 //!   [`VERIFY_EVERY`] per file, so a file replaced there is seen within a second);
-//! * counts, per device directory ([`crate::fs::device_key`]), the kept files found changed
+//! * counts, per device directory ([`crate::fs::base::device_key`]), the kept files found changed
 //!   ([`Fs::changes`]), so a source that remembers what does not change (listings, identity)
 //!   knows when a device was removed and added again under the same name;
 //! * closes the kept files under a directory a source says is gone ([`Fs::release`]: a
 //!   netdev that left), forgets every kept file that was not read for [`FORGET_AFTER`] (a
-//!   device that went away), and never keeps more than [`KeptOpenFs::capacity`] files (past it, reads
-//!   open and close as before), so the descriptor count stays bounded
-//!   (`railscope_open_files_kept`);
+//!   device that went away), and never keeps more files than its capacity
+//!   ([`KeptOpenFs::with_capacity`]; past it, reads open and close as before), so the
+//!   descriptor count stays bounded (`railscope_open_files_kept`);
 //! * raises the process's soft `RLIMIT_NOFILE` to its hard limit at start (as Go's runtime
 //!   does for every Go exporter since Go 1.19) and keeps at most half of it.
 //!
@@ -122,17 +122,13 @@ impl KeptOpenFs {
         Self::with_capacity(roots, usize::try_from(limit / 2).unwrap_or(MAX_KEPT))
     }
 
-    /// The most files it keeps open.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// How many files it keeps open now.
     pub fn kept(&self) -> usize {
         lock(&self.kept).len()
     }
 
     /// How many times a file was opened (rather than re-read while kept), since start.
+    #[cfg(test)]
     pub fn opened_total(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
     }

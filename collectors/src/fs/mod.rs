@@ -1,27 +1,32 @@
 //! The read path: every file a source reads goes through it, and it is one stack of layers,
 //! each an [`Fs`] over the one below or a reader over them all. From the bottom up:
 //!
-//! 1. [`base`]: the ground, importing nothing of the crate: the injectable [`Roots`] (the one
+//! 1. `base`: the ground, importing nothing of the crate: the injectable [`Roots`] (the one
 //!    place that knows the default locations of sysfs and procfs: `--path.sysfs
 //!    tests/fixtures/<tree>/sys` runs the whole agent against a fixture tree), the device a
-//!    path belongs to ([`device_key`]), [`is_pci_address`], path maps and the coarse clock.
+//!    path belongs to (`base::device_key`), `is_pci_address`, path maps and the coarse clock.
 //! 2. This module: the [`Fs`] trait every layer implements, its [`DirEntry`], and the
 //!    [`KeptFile`] handle it lends.
-//! 3. [`real`]: [`RealFs`], the real file system, one `open`/`read`/`close` per read.
-//! 4. [`kept`]: [`KeptOpenFs`], the real file system with attribute files kept open and re-read
+//! 3. `real`: [`RealFs`], the real file system, one `open`/`read`/`close` per read.
+//! 4. `kept`: `KeptOpenFs`, the real file system with attribute files kept open and re-read
 //!    with `pread` at offset 0 (the agent's file system).
-//! 5. [`refused`]: the back-off of attributes the driver refuses (`EINVAL`, `EOPNOTSUPP`,
+//! 5. `refused`: the back-off of attributes the driver refuses (`EINVAL`, `EOPNOTSUPP`,
 //!    `EACCES`), used by the guard.
-//! 6. [`guard`]: [`GuardedFs`], which lets a collection give up a device whose read blocks in
+//! 6. `guard`: [`GuardedFs`], which lets a collection give up a device whose read blocks in
 //!    the kernel, and backs refused files off; the sources read through it.
-//! 7. [`attr`]: the one reader of attribute files (text and errno rules, [`attr::Attrs`]), over
+//! 7. `attr`: the one reader of attribute files (text and errno rules, `attr::Attrs`), over
 //!    any `Fs`.
 //!
-//! Beside the stack, [`fault`]: [`FaultFs`], a test double over [`RealFs`] that fails chosen
+//! Beside the stack, `fault`: `FaultFs`, a test double over [`RealFs`] that fails chosen
 //! paths with chosen errnos (`EINVAL` from a PMA counter, `ENODEV` from a vanished device) that
 //! a plain directory of files cannot produce. Each layer imports only those below it; the
-//! errors the guard and the back-off answer with instead of the kernel ([`crate::error::Blocked`],
-//! [`crate::error::Refused`]) are in [`crate::error`], below them all.
+//! errors the guard and the back-off answer with instead of the kernel (`crate::error::Blocked`,
+//! `crate::error::Refused`) are in `crate::error`, below them all.
+//!
+//! The layers are crate-private. Outside the crate the read path is [`Fs`] with its
+//! [`DirEntry`] and [`KeptFile`], the [`Roots`] and their defaults ([`DEFAULT_SYSFS`],
+//! [`DEFAULT_PROCFS`]), [`RealFs`], [`GuardedFs`] and the [`BlockedDevice`]s it reports, and,
+//! with the `testing` feature, `FaultFs`.
 
 use std::fs::File;
 use std::io;
@@ -29,23 +34,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-pub mod attr;
-pub mod base;
+pub(crate) mod attr;
+pub(crate) mod base;
 #[cfg(any(test, feature = "testing"))]
-pub mod fault;
-pub mod guard;
-pub mod kept;
-pub mod real;
-pub mod refused;
+mod fault;
+pub(crate) mod guard;
+pub(crate) mod kept;
+pub(crate) mod real;
+pub(crate) mod refused;
 
-pub use base::{
-    ChildPath, DEFAULT_PROCFS, DEFAULT_SYSFS, PathHasher, PathMap, Roots, device_key,
-    is_pci_address, natural_cmp,
-};
+pub(crate) use base::{ChildPath, PathHasher, PathMap, is_pci_address, natural_cmp};
+pub use base::{DEFAULT_PROCFS, DEFAULT_SYSFS, Roots};
 #[cfg(any(test, feature = "testing"))]
 pub use fault::{Fault, FaultFs};
-pub use guard::GuardedFs;
-pub use kept::KeptOpenFs;
+pub use guard::{BlockedDevice, GuardedFs};
+pub(crate) use kept::KeptOpenFs;
 pub use real::RealFs;
 
 /// The most bytes read from one attribute file. sysfs attributes are at most one page
@@ -99,7 +102,7 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
         self.read_with(path, f)
     }
     /// A number that changes whenever a file it keeps open under the device directory
-    /// `device` ([`device_key`]) is found to stand for its path no more (the
+    /// `device` (`base::device_key`) is found to stand for its path no more (the
     /// device was removed, or removed and added again under the same name). A source that
     /// remembers a device's listings or identity reads them again when it changes. A file
     /// system that keeps nothing open answers 0.
@@ -112,10 +115,10 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn release(&self, _dir: &Path) {}
 }
 
-/// A file a file system keeps open ([`KeptOpenFs`]), held by a reader that reads the same
+/// A file a file system keeps open (`KeptOpenFs`), held by a reader that reads the same
 /// attribute every scrape ([`Fs::keep_handle`]): a read through it ([`Fs::read_kept`]) skips the
 /// look-up by path. It follows the same rules as a read by path: outside sysfs and procfs its
-/// inode is checked every [`kept::VERIFY_EVERY`], and a read that says the file no longer
+/// inode is checked every `kept::VERIFY_EVERY`, and a read that says the file no longer
 /// stands for its path opens the path again.
 #[derive(Debug, Clone)]
 pub struct KeptFile(Arc<Kept>);
@@ -132,6 +135,6 @@ struct Kept {
 
 /// Whether an I/O error means "not there" rather than "broken": `ENOENT`, or `ENOTDIR` (a
 /// path through a file). The rule every read of an attribute follows ([`attr`]).
-pub fn is_not_found(err: &io::Error) -> bool {
+pub(crate) fn is_not_found(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR)
 }

@@ -219,6 +219,7 @@ impl Restricted {
     }
 
     /// Whether no file is remembered.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

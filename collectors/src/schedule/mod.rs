@@ -1,13 +1,13 @@
 //! The scrape scheduler: hands each collection its deadline, runs every enabled source on a
 //! collection lane, and takes each source's result up as soon as it is there. [`Scheduler`]
-//! answers the agent's scrapes and pushes with a [`Collection`] ([`collection`]).
+//! answers the agent's scrapes and pushes with a [`Collection`] (`collection`).
 //!
 //! * Deadline: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less an offset, capped by
 //!   `--scrape.timeout-max`. A collection's deadline is the earliest among the scrapes
 //!   waiting for it: a scrape that joins a running collection brings it forward, so a 3 s
 //!   scrape arriving during a 10 s start-up collection gets its answer in time, with every
 //!   device that was ready by then. Inside a source, the deadline is enforced per device by
-//!   [`crate::run`]: a stuck device costs only its own series.
+//!   `crate::run`: a stuck device costs only its own series.
 //! * Publishing: each source's outcome is posted as soon as it returns; a scrape answers at
 //!   its own deadline with what is posted, and a source that has not returned is reported
 //!   failed in that scrape. Its thread is left to finish, and until it does the source is not
@@ -15,7 +15,7 @@
 //! * Coalescing: a scrape that arrives while a collection is running joins it instead of
 //!   reading the node again.
 //! * Width: at most [`collect_width`] sources collect at once (2 to 4, by the CPUs the agent
-//!   may use), on the collection lanes ([`lanes`]); the rest wait their turn. A source
+//!   may use), on the collection lanes (`lanes`); the rest wait their turn. A source
 //!   that has run for 20 ms gives its lane up, so slow sources (a cold start, a hung device)
 //!   run side by side as if there were no lanes and never hold the others back; a source
 //!   whose turn comes after the deadline does not start.
@@ -27,12 +27,12 @@
 //!
 //! A collection runs on two kinds of threads, for two jobs, and they are kept apart:
 //!
-//! * **Lanes** ([`lanes`]) run *sources*: one FIFO queue, at most [`collect_width`] jobs at a
+//! * **Lanes** (`lanes`) run *sources*: one FIFO queue, at most [`collect_width`] jobs at a
 //!   time, idle lanes ending after two minutes. The bound is for memory, not speed: a
 //!   source's thread mostly waits for its units, and every thread that allocates keeps a
 //!   glibc arena of its own (the agent caps arenas at the lane count). A job that runs
 //!   past 20 ms gives its lane up, so a slow source never holds the others back.
-//! * **The unit pool** ([`crate::run`]) runs a source's *per-device units*: unbounded and
+//! * **The unit pool** (`crate::run`) runs a source's *per-device units*: unbounded and
 //!   unqueued, a unit with no idle worker gets a fresh thread, idle workers ending after a
 //!   minute. A unit that blocks in the kernel is fenced and left behind, and the next unit
 //!   must start at once on another thread; a bound or a queue there would let one wedged
@@ -45,7 +45,7 @@
 //!
 //! The deadline model is one piece from the scrape down to the blocked read: the
 //! [`Deadline`] a scrape lowers, the [`crate::run::Run`] that enforces it per device, the
-//! guard that fences a blocked read ([`crate::fs::guard`]), and this scheduler that runs the
+//! guard that fences a blocked read (`crate::fs::guard`), and this scheduler that runs the
 //! sources under it and takes their outcomes up. It uses only this crate's types (the
 //! [`crate::registry`], its sources and errors) and knows nothing of HTTP or the exposition:
 //! the agent calls [`Scheduler::collect`] with a timeout and maps the [`Collection`] it gets.
@@ -61,7 +61,7 @@ use crate::error::{CollectError, ErrorKind};
 use crate::registry::{AnySource, Collectors, SourceReport};
 use crate::run::Deadline;
 
-pub mod collection;
+mod collection;
 pub(crate) mod lanes;
 
 pub use collection::{Collection, SourceOutcome, Totals};
@@ -205,7 +205,7 @@ impl Scheduler {
     }
 
     /// A scheduler over `sources` alone (no guarded file system to report on).
-    pub fn from_sources(sources: Vec<Box<dyn AnySource>>) -> Self {
+    pub(crate) fn from_sources(sources: Vec<Box<dyn AnySource>>) -> Self {
         Scheduler {
             slots: sources
                 .into_iter()
