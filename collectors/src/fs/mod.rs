@@ -65,8 +65,9 @@ pub struct DirEntry {
     pub is_dir: bool,
 }
 
-/// Read access to a file-system tree. The agent uses [`RealFs`]; tests wrap it to inject
-/// failures.
+/// Read access to a file-system tree, implemented by every layer of the read path (see the
+/// module docs): the sources read through [`GuardedFs`] over `KeptOpenFs`, and tests wrap
+/// [`RealFs`] to inject failures.
 pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Reads a whole attribute file, at most [`MAX_ATTRIBUTE_BYTES`] (larger files fail with
     /// `EFBIG`).
