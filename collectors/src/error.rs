@@ -4,6 +4,13 @@
 //! names where it failed (its [`Origin`]: a file, a netlink command, an ioctl, a library
 //! call), the errno and what was wrong, skips that value's series, and carries on. The agent
 //! counts these errors per collector and logs each distinct one once.
+//!
+//! The read path answers some operations itself, in place of the kernel, with an I/O error
+//! whose payload says why: [`Blocked`] from the guard (a device whose read blocked, an
+//! attempt given up) and [`Refused`] from the back-off of refused attributes. Both live here,
+//! with the tests for them ([`is_skipped`], [`is_timed_out`], [`is_refused`]), so a
+//! [`CollectError`]'s kind is decided without reaching up into the read path: this module
+//! imports nothing of the crate.
 
 use std::fmt;
 use std::io;
