@@ -11,8 +11,9 @@
 //! is exported only when its collector completed: a collector that failed says so itself
 //! (`railscope_collector_success`), and a count of 0 from it would be a false page.
 
+use railscope_collectors::Collection;
+
 use crate::cli::expected::Inventory;
-use crate::collection::Collection;
 use crate::exposition::{Family, Label};
 
 impl Inventory {

@@ -3,10 +3,9 @@
 //! The binary is a thin `main` over [`run`]. Principal pieces:
 //! * [`cli`]: the ground floor, every flag and config-file key, typed, one home per
 //!   feature, validated into a [`cli::Config`]; it imports no feature module;
-//! * [`scheduler::Scheduler`]: hands each collection of the enabled sources of
-//!   `railscope-collectors` its deadline (the earliest among the scrapes waiting), takes each
+//! * `railscope_collectors::Scheduler` (built by [`build_scheduler`]): hands each collection
+//!   of the enabled sources its deadline (the earliest among the scrapes waiting), takes each
 //!   source's outcome up as it comes, and lets concurrent scrapes share one collection;
-//! * [`collection`]: what a collection produced, shared by the scheduler and the mapping;
 //! * `doctor`: `railscope doctor`, one collection (or a running agent's `/metrics`) read as
 //!   facts and diagnosed step by step, with the NCCL settings to use;
 //! * `mapping`: snapshot → metric families; `exposition`: families → Prometheus text
@@ -24,12 +23,10 @@
 pub mod bench;
 pub(crate) mod build_info;
 pub mod cli;
-pub mod collection;
 pub(crate) mod doctor;
 pub(crate) mod exposition;
 pub(crate) mod http;
 pub(crate) mod inventory;
-pub(crate) mod lanes;
 pub(crate) mod logging;
 pub(crate) mod mapping;
 pub(crate) mod otlp;
@@ -37,17 +34,15 @@ pub(crate) mod pem;
 pub(crate) mod process;
 #[cfg(test)]
 mod proptests;
-pub mod scheduler;
 
 use std::ffi::OsString;
 use std::sync::Arc;
 
-use railscope_collectors::Collectors;
+use railscope_collectors::{Collectors, Scheduler};
 
 use crate::cli::{Config, ConfigError, Invalid, Invocation, Mode};
 use crate::http::web_config::{WebConfig, WebState};
 use crate::http::{server, web_config};
-use crate::scheduler::Scheduler;
 
 /// Why the agent stopped with a failure.
 #[derive(Debug, thiserror::Error)]

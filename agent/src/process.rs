@@ -159,7 +159,7 @@ fn listed_fds() -> io::Result<u64> {
 const TRIM_THRESHOLD: i32 = 8 << 20;
 const MMAP_THRESHOLD: i32 = 4 << 20;
 /// The most glibc arenas: as many as collection lanes may run at once
-/// (`scheduler::collect_width`).
+/// (`railscope_collectors::schedule::collect_width`).
 const ARENA_MAX: i32 = 4;
 
 /// Sets glibc's allocator up for a process that does the same work every scrape.

@@ -4,6 +4,13 @@
 //! names where it failed (its [`Origin`]: a file, a netlink command, an ioctl, a library
 //! call), the errno and what was wrong, skips that value's series, and carries on. The agent
 //! counts these errors per collector and logs each distinct one once.
+//!
+//! The read path answers some operations itself, in place of the kernel, with an I/O error
+//! whose payload says why: [`Blocked`] from the guard (a device whose read blocked, an
+//! attempt given up) and [`Refused`] from the back-off of refused attributes. Both live here,
+//! with the tests for them ([`is_skipped`], [`is_timed_out`], [`is_refused`]), so a
+//! [`CollectError`]'s kind is decided without reaching up into the read path: this module
+//! imports nothing of the crate.
 
 use std::fmt;
 use std::io;
@@ -22,14 +29,14 @@ pub enum ErrorKind {
     /// A device was listed but disappeared before it could be read.
     Vanished,
     /// The read did not return before the collection's deadline; its device is skipped until it
-    /// does (see [`crate::guard`]).
+    /// does (see `crate::fs::guard`).
     Timeout,
     /// Not read, because an earlier read of the same device is still blocked. Such errors are
     /// not counted one by one: the blocked device is reported once, by the timeout and by
     /// `railscope_sysfs_blocked_seconds`.
     Skipped,
     /// Not read, because the file refused reads before (`EINVAL`, `EOPNOTSUPP`, `EACCES`) and
-    /// backs off (see [`crate::restricted`]). Not counted: the first refusal was.
+    /// backs off (see `crate::fs::refused`). Not counted: the first refusal was.
     Refused,
 }
 
@@ -166,11 +173,11 @@ impl CollectError {
         CollectError::at(device, Origin::File(path.to_path_buf()), kind, detail)
     }
 
-    /// An I/O failure of any origin; a [`crate::guard`] timeout or skip is of that kind.
+    /// An I/O failure of any origin; a `crate::fs::guard` timeout or skip is of that kind.
     pub fn failed(device: Option<&str>, origin: Origin, err: &io::Error) -> Self {
         let kind = if is_skipped(err) {
             ErrorKind::Skipped
-        } else if crate::restricted::is_refused(err) {
+        } else if is_refused(err) {
             ErrorKind::Refused
         } else if is_timed_out(err) {
             ErrorKind::Timeout
@@ -311,6 +318,101 @@ pub fn errno_name(errno: i32) -> String {
     name.to_owned()
 }
 
+/// Why a guarded file-system operation ([`crate::fs::GuardedFs`]) failed without an errno.
+#[derive(Debug)]
+pub enum Blocked {
+    /// This operation did not return in time; its device is now blocked.
+    TimedOut {
+        /// How long the operation was waited for.
+        waited: Duration,
+    },
+    /// An earlier operation on the same device has not returned; this one was not tried.
+    Device {
+        /// The blocked device's directory.
+        device: PathBuf,
+        /// Since when it has been blocked.
+        for_: Duration,
+    },
+    /// Too many devices are blocked; this one was not tried.
+    TooMany,
+    /// The attempt this operation belongs to was given up; it was not tried.
+    Abandoned,
+}
+
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocked::TimedOut { waited } => write!(
+                f,
+                "the read did not return within {:.3}s; the device is skipped until it does",
+                waited.as_secs_f64()
+            ),
+            Blocked::Device { device, for_ } => write!(
+                f,
+                "skipped: a read under {} has been blocked for {:.1}s",
+                device.display(),
+                for_.as_secs_f64()
+            ),
+            Blocked::TooMany => write!(
+                f,
+                "skipped: the most devices that may have a blocked read already have one"
+            ),
+            Blocked::Abandoned => write!(
+                f,
+                "skipped: this device's work was given up (it did not answer in time)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Blocked {}
+
+/// The error of a read not tried because the file refused it before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The errno the file answered with.
+    pub errno: i32,
+    /// How long until it is tried again.
+    pub retry_in: Duration,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "not read: it failed with {} before; tried again in {}s",
+            io::Error::from_raw_os_error(self.errno),
+            self.retry_in.as_secs()
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// Whether `err` is a [`Refused`] read.
+pub fn is_refused(err: &io::Error) -> bool {
+    err.get_ref()
+        .and_then(|e| e.downcast_ref::<Refused>())
+        .is_some()
+}
+
+/// Whether `err` is a guarded file system's skip: the operation was not tried because its device is
+/// blocked.
+pub fn is_skipped(err: &io::Error) -> bool {
+    matches!(
+        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
+        Some(Blocked::Device { .. } | Blocked::TooMany | Blocked::Abandoned)
+    )
+}
+
+/// Whether `err` is a guarded file system's timeout.
+pub fn is_timed_out(err: &io::Error) -> bool {
+    matches!(
+        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
+        Some(Blocked::TimedOut { .. })
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,70 +463,4 @@ mod tests {
         let verbs = CollectError::verbs(None, "ibv_get_device_list", &einval);
         assert_eq!(verbs.origin.to_string(), "libibverbs ibv_get_device_list");
     }
-}
-
-/// Why a guarded file-system operation ([`crate::guard::GuardedFs`]) failed without an errno.
-#[derive(Debug)]
-pub enum Blocked {
-    /// This operation did not return in time; its device is now blocked.
-    TimedOut {
-        /// How long the operation was waited for.
-        waited: Duration,
-    },
-    /// An earlier operation on the same device has not returned; this one was not tried.
-    DeviceBlocked {
-        /// The blocked device's directory.
-        device: PathBuf,
-        /// Since when it has been blocked.
-        for_: Duration,
-    },
-    /// Too many devices are blocked; this one was not tried.
-    TooManyBlocked,
-    /// The attempt this operation belongs to was given up; it was not tried.
-    Abandoned,
-}
-
-impl std::fmt::Display for Blocked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Blocked::TimedOut { waited } => write!(
-                f,
-                "the read did not return within {:.3}s; the device is skipped until it does",
-                waited.as_secs_f64()
-            ),
-            Blocked::DeviceBlocked { device, for_ } => write!(
-                f,
-                "skipped: a read under {} has been blocked for {:.1}s",
-                device.display(),
-                for_.as_secs_f64()
-            ),
-            Blocked::TooManyBlocked => write!(
-                f,
-                "skipped: the most devices that may have a blocked read already have one"
-            ),
-            Blocked::Abandoned => write!(
-                f,
-                "skipped: this device's work was given up (it did not answer in time)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for Blocked {}
-
-/// Whether `err` is a guarded file system's skip: the operation was not tried because its device is
-/// blocked.
-pub fn is_skipped(err: &io::Error) -> bool {
-    matches!(
-        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
-        Some(Blocked::DeviceBlocked { .. } | Blocked::TooManyBlocked | Blocked::Abandoned)
-    )
-}
-
-/// Whether `err` is a guarded file system's timeout.
-pub fn is_timed_out(err: &io::Error) -> bool {
-    matches!(
-        err.get_ref().and_then(|e| e.downcast_ref::<Blocked>()),
-        Some(Blocked::TimedOut { .. })
-    )
 }

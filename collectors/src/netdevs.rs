@@ -11,10 +11,10 @@
 //! **Netdevs come and go** (a Kubernetes node creates and deletes veths all day), and
 //! nothing a source keeps may outlive its netdev. The sources keep no state per netdev of
 //! their own; what the agent's file system keeps open between scrapes
-//! ([`crate::files::KeptOpenFs`]: the attribute files read under `class/net/<netdev>/`) it
+//! (`crate::fs::KeptOpenFs`: the attribute files read under `class/net/<netdev>/`) it
 //! drops when a read of a kept file fails with `ENODEV`, which is what kernfs answers once
 //! the netdev was unregistered. A netdev that is no longer read would hold its files until
-//! they are forgotten unread ([`crate::files::FORGET_AFTER`]), so each source remembers the
+//! they are forgotten unread (`crate::fs::kept::FORGET_AFTER`), so each source remembers the
 //! names it selected in its last collection ([`Departures`]; no more than the names
 //! selected now) and, in the first collection that no longer selects a netdev, has the file
 //! system close the files kept under its directory ([`let_go`], [`Fs::release`]). That
@@ -29,9 +29,9 @@ use regex::Regex;
 
 use crate::error::CollectError;
 use crate::fs::Fs;
+use crate::fs::attr::{self, Attrs};
 use crate::netlink::rtnl::Link;
 use crate::source::{OptionKind, OptionSpec, OptionValues, SourceBuildError, regex_option};
-use crate::sysfs::{self, Attrs};
 
 /// The attribute files under `class/net/<netdev>/` that the identity check
 /// (`is_same_netdev`) reads.
@@ -110,7 +110,7 @@ pub fn rdma_netdevs(fs: &dyn Fs, sysfs: &Path) -> BTreeSet<String> {
     };
     for dev in devices {
         let dir = class.join(&dev.name);
-        if let Some(parent) = sysfs::peek(fs, &dir.join("parent")) {
+        if let Some(parent) = attr::peek(fs, &dir.join("parent")) {
             out.insert(parent);
         }
         for nd in fs.read_dir(&dir.join("device/net")).unwrap_or_default() {
@@ -122,7 +122,7 @@ pub fn rdma_netdevs(fs: &dyn Fs, sysfs: &Path) -> BTreeSet<String> {
             // first slots; reading those is enough (the table has up to 1024 slots, and every
             // unused one fails with EINVAL).
             for slot in ["0", "1", "2", "3"] {
-                if let Some(name) = sysfs::peek(fs, &ndevs.join(slot)).filter(|n| !n.is_empty()) {
+                if let Some(name) = attr::peek(fs, &ndevs.join(slot)).filter(|n| !n.is_empty()) {
                     out.insert(name);
                 }
             }
@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn a_new_netdev_under_an_old_name_is_not_read_through_the_old_ones_files() {
-        use crate::files::KeptOpenFs;
+        use crate::fs::KeptOpenFs;
         use crate::fs::Roots;
         let dir = tempfile::tempdir().unwrap();
         let sysfs = dir.path().to_path_buf();

@@ -12,7 +12,8 @@ use std::path::Path;
 
 use crate::error::{CollectError, ErrorKind};
 use crate::fs::Fs;
-use crate::sysfs::{self, Attrs, is_pci_address};
+use crate::fs::attr::{self, Attrs};
+use crate::fs::is_pci_address;
 
 /// NVIDIA's PCI vendor id.
 pub const NVIDIA_VENDOR: u32 = 0x10de;
@@ -178,7 +179,7 @@ pub fn rdma_functions(
     let mut out = Vec::new();
     for entry in entries {
         // Software devices have no `device` link; one that cannot be read is no PCI function.
-        let Some(address) = sysfs::peek_link(fs, &class.join(&entry.name).join("device"))
+        let Some(address) = attr::peek_link(fs, &class.join(&entry.name).join("device"))
             .filter(|a| is_pci_address(a))
         else {
             continue;
@@ -208,7 +209,7 @@ pub fn nvidia_gpus(fs: &dyn Fs, sysfs: &Path, errors: &mut Vec<CollectError>) ->
     for entry in entries.into_iter().filter(|e| is_pci_address(&e.name)) {
         // Only to find the GPUs: the `pci` source reports these files' errors.
         let read = |file: &str| {
-            sysfs::peek(fs, &dir.join(&entry.name).join(file)).and_then(|t| parse_hex_id(&t))
+            attr::peek(fs, &dir.join(&entry.name).join(file)).and_then(|t| parse_hex_id(&t))
         };
         if read("vendor") == Some(NVIDIA_VENDOR) && read("class").is_some_and(|c| c >> 16 == 0x03) {
             gpus.push(entry.name);
@@ -252,7 +253,7 @@ pub fn numa_node(fs: &dyn Fs, sysfs: &Path, address: &str) -> Option<i64> {
         .join("bus/pci/devices")
         .join(address)
         .join("numa_node");
-    sysfs::peek(fs, &path)?.trim().parse().ok()
+    attr::peek(fs, &path)?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -341,5 +342,102 @@ mod tests {
     fn a_hex_id_with_a_sign_is_not_an_id() {
         assert_eq!(parse_hex_id("0x+0"), None);
         assert_eq!(parse_hex_id("0x-1"), None);
+    }
+}
+
+/// Property tests of the PCI discovery parsers: link speed, ids, canonical paths, distance.
+/// See [`crate::strategies`] for the two kinds of property.
+#[cfg(test)]
+mod proptests {
+    use std::path::PathBuf;
+
+    use proptest::prelude::*;
+
+    use crate::pcie::{self, PciPath};
+    use crate::strategies::{config, text};
+
+    /// A canonical sysfs path of a PCI function under a host bridge.
+    fn pci_chain() -> impl Strategy<Value = (String, Vec<String>)> {
+        (
+            (0u32..0x10010, any::<u8>()),
+            prop::collection::vec((0u32..0x10010, any::<u8>(), 0u8..32, 0u8..8), 1..6),
+        )
+            .prop_map(|((d, b), chain)| {
+                (
+                    format!("pci{d:04x}:{b:02x}"),
+                    chain
+                        .into_iter()
+                        .map(|(d, b, dev, f)| format!("{d:04x}:{b:02x}:{dev:02x}.{f}"))
+                        .collect(),
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(config(256))]
+
+        #[test]
+        fn pcie_parsers_never_panic(text in text()) {
+            if let Some(speed) = pcie::parse_link_speed(&text) {
+                prop_assert!(speed.is_finite() && speed > 0.0, "{:?} -> {}", text, speed);
+            }
+            if pcie::parse_hex_id(&text).is_some() {
+                let digits = text.trim().strip_prefix("0x").unwrap_or_default();
+                prop_assert!(!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_hexdigit()),
+                    "{:?} is not 0x and hex digits", text);
+            }
+            let _ = PciPath::from_canonical(&PathBuf::from(&text));
+        }
+
+        /// `current_link_speed`: `"%s PCIe\n"` of the speed string (`"2.5 GT/s"` … `"64.0 GT/s"`),
+        /// and any positive decimal.
+        #[test]
+        fn link_speeds_round_trip(
+            v in prop_oneof![
+                prop::sample::select(vec![2.5f64, 5.0, 8.0, 16.0, 32.0, 64.0]),
+                (1e-3f64..1e3),
+                any::<f64>().prop_filter("positive", |v| v.is_finite() && *v > 0.0),
+            ],
+            pcie_suffix in any::<bool>(),
+        ) {
+            let text = format!("{v:?} GT/s{}\n", if pcie_suffix { " PCIe" } else { "" });
+            let got = pcie::parse_link_speed(&text);
+            let expect = Some(v * 1e9).filter(|s| s.is_finite());
+            prop_assert_eq!(got, expect, "{:?}", text);
+        }
+
+        #[test]
+        fn hex_ids_round_trip(v in any::<u32>(), width in 0usize..9) {
+            prop_assert_eq!(pcie::parse_hex_id(&format!("0x{v:0width$x}\n")), Some(v));
+        }
+
+        #[test]
+        fn canonical_paths_round_trip((host, chain) in pci_chain(), prefix in "(/sys/devices|/host/sys/devices)") {
+            let path = PathBuf::from(format!("{prefix}/{host}/{}", chain.join("/")));
+            let parsed = PciPath::from_canonical(&path).unwrap();
+            prop_assert_eq!(&parsed.host_bridge, &host);
+            prop_assert_eq!(&parsed.chain, &chain);
+            prop_assert_eq!(parsed.address(), chain.last().unwrap().as_str());
+            prop_assert_eq!(parsed.bridges().len() + 1, chain.len());
+            prop_assert!(parsed.switches().len() <= chain.len() / 2);
+        }
+
+        #[test]
+        fn distance_is_symmetric(
+            (ha, a) in pci_chain(),
+            (hb, b) in pci_chain(),
+            shared in 0usize..4,
+            na in prop::option::of(-1i64..3),
+            nb in prop::option::of(-1i64..3),
+        ) {
+            // Give the two paths a common prefix, as functions under one switch have.
+            let mut b = b;
+            let k = shared.min(a.len() - 1).min(b.len() - 1);
+            b[..k].clone_from_slice(&a[..k]);
+            let hb = if k > 0 { ha.clone() } else { hb };
+            let pa = PciPath { host_bridge: ha, chain: a };
+            let pb = PciPath { host_bridge: hb, chain: b };
+            prop_assert_eq!(pcie::distance(&pa, na, &pb, nb), pcie::distance(&pb, nb, &pa, na));
+        }
     }
 }

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-use crate::files::KeptOpenFs;
+use crate::fs::KeptOpenFs;
+use crate::fs::guard::{BlockedDevice, GuardedFs};
 use crate::fs::{Fs, Roots};
-use crate::guard::{BlockedDevice, GuardedFs};
 use crate::run::{Deadline, Run, Work};
 use crate::source::{Build, OptionSpec, OptionValues, Report, Source, SourceBuildError};
 use crate::sources;
@@ -174,7 +174,7 @@ pub struct Collectors {
 
 impl Collectors {
     /// Builds every `(spec, options)` over the real file system under `roots`, its attribute
-    /// files kept open between scrapes ([`KeptOpenFs`]). Every read goes through one
+    /// files kept open between scrapes (`KeptOpenFs`). Every read goes through one
     /// [`GuardedFs`]: a read that blocks in the kernel costs its device's series until it
     /// returns, never the scrape or the rest of the node.
     pub fn build<'a>(

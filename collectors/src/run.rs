@@ -15,7 +15,7 @@
 //!   started, at least [`MIN_WAIT`]) is *late*: it is reported [`Unit::Late`], counted once as
 //!   a timeout, logged once, and fenced (the file-system reads of its thread fail at once
 //!   from then on, and the device whose read blocked is skipped by every reader,
-//!   see [`crate::guard`]). A fresh worker takes over the units still queued, so a stuck
+//!   see [`crate::fs::guard`]). A fresh worker takes over the units still queued, so a stuck
 //!   device costs only its own series.
 //! * At the deadline every unit still running is late and every unit not yet started is
 //!   [`Unit::NotStarted`]; the source assembles what is done and returns.
@@ -35,7 +35,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{CollectError, ErrorKind, Origin};
-use crate::guard::{self, GuardedFs};
+use crate::fs::guard::{self, GuardedFs};
 
 /// The shortest wait for one unit, even when the deadline has passed.
 pub const MIN_WAIT: Duration = Duration::from_millis(50);

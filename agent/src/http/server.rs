@@ -26,6 +26,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use railscope_collectors::schedule::{Scheduler, scrape_timeout};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
@@ -36,7 +37,6 @@ use crate::exposition::{self, Format};
 use crate::http::basic_auth::BasicAuth;
 use crate::http::web_config::WebState;
 use crate::mapping;
-use crate::scheduler::{Scheduler, scrape_timeout};
 
 /// The largest request head (request line and headers) read; past it the answer is 431.
 pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;

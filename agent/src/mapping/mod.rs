@@ -11,11 +11,10 @@ pub mod netdev;
 pub mod pci;
 pub mod workload;
 
-use railscope_collectors::SourceData;
+use railscope_collectors::{Collection, SourceData, Totals};
 
 use crate::build_info;
 use crate::cli::expected::Inventory;
-use crate::collection::{Collection, Totals};
 use crate::exposition::Family;
 use crate::process::ProcessStats;
 

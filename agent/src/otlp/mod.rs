@@ -26,11 +26,11 @@ use std::time::{Duration, SystemTime};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+use railscope_collectors::Scheduler;
 
 use crate::cli::expected::Inventory;
 use crate::cli::otlp::OtlpConfig;
 use crate::exposition::Family;
-use crate::scheduler::Scheduler;
 use queue::Queue;
 
 /// A collection that finished at most this long ago serves a push instead of a new one.

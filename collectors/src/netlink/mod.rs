@@ -342,6 +342,9 @@ fn set_receive_timeout(socket: &netlink_sys::Socket, timeout: Duration) -> io::R
 /// Kernel-shaped netlink bytes for tests: attributes, nests and datagrams as the kernel
 /// lays them out.
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 pub(crate) mod testing {
     pub use super::message;
     use super::{align4, push_attr};

@@ -163,7 +163,7 @@ fn a_blocked_nic_read_costs_only_that_nic_from_the_first_scrape_on() {
 
     // A longer collection runs when a second NIC's read blocks; a 3 s scrape joins it. Outside
     // sysfs the agent notices a file replaced under a kept-open descriptor within a second
-    // (`VERIFY_EVERY` in collectors/src/files.rs), so the FIFO is in place before the collection
+    // (`VERIFY_EVERY` in collectors/src/fs/kept.rs), so the FIFO is in place before the collection
     // that must meet it.
     block(&class.join("mlx5_3/ports/1/rate"));
     std::thread::sleep(Duration::from_millis(1500));

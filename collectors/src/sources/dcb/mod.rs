@@ -31,6 +31,8 @@
 //! files it read of a netdev that left the selection are read once more in the next
 //! collection so that the file system closes them ([`crate::netdevs::let_go`]).
 
+#[cfg(test)]
+mod proptests;
 pub(crate) mod wire;
 
 use std::io;

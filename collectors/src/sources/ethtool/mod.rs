@@ -28,6 +28,8 @@
 pub mod fake;
 pub(crate) mod ioctl;
 pub mod names;
+#[cfg(test)]
+mod proptests;
 pub mod reader;
 
 #[cfg(test)]

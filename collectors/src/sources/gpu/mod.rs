@@ -33,6 +33,8 @@ mod counters;
 pub mod gpm;
 pub mod kept;
 mod mig;
+#[cfg(test)]
+mod proptests;
 pub(crate) mod raw;
 pub mod sampler;
 pub mod types;

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{CollectError, ErrorKind};
+use crate::fs::attr::Attrs;
 use crate::fs::{Fs, Roots};
 use crate::pcie;
 use crate::run::Run;
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
-use crate::sysfs::Attrs;
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -362,6 +362,9 @@ pub fn parse_memlock(text: &str) -> Option<Limit> {
         hard: value(fields.next())?,
     })
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,8 @@
 pub(crate) mod netlink;
 pub mod parse;
 pub mod pma;
+#[cfg(test)]
+mod proptests;
 pub mod types;
 pub(crate) mod verbs;
 
@@ -37,13 +39,13 @@ use regex::Regex;
 pub use types::*;
 
 use crate::error::{CollectError, ErrorKind, Origin};
-use crate::files::KeptFile;
+use crate::fs::KeptFile;
+use crate::fs::attr::{self, Attrs};
 use crate::fs::{ChildPath, Fs, PathMap, Roots, is_not_found};
 use crate::run::{Run, standalone};
 use crate::source::{
     Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
 };
-use crate::sysfs::{self, Attrs};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -110,7 +112,7 @@ pub struct InfinibandSource {
     known: Arc<Mutex<HashMap<String, Arc<Known>>>>,
 }
 
-pub use crate::sysfs::KNOWN_FOR;
+pub use crate::fs::attr::KNOWN_FOR;
 
 /// A directory's entries, shared between the scrapes that use them.
 type Listing = Arc<[Entry]>;
@@ -464,7 +466,7 @@ impl DeviceReader<'_> {
         if let Some(value) = self.known.as_ref().and_then(|k| k.links.get(path)) {
             return value.clone();
         }
-        let read = sysfs::read_link_name(self.fs(), None, path);
+        let read = attr::read_link_name(self.fs(), None, path);
         if let Ok(value) = &read {
             self.learned.links.insert(path, value.clone());
         }
@@ -507,7 +509,7 @@ impl DeviceReader<'_> {
             Ok(value) => Some(value),
             Err(invalid) => {
                 self.learned.attrs.remove(path);
-                let invalid: sysfs::Invalid = invalid.into();
+                let invalid: attr::Invalid = invalid.into();
                 self.errors.push(CollectError::new(
                     Some(self.name),
                     path,
@@ -566,7 +568,7 @@ impl DeviceReader<'_> {
     }
 
     /// Whether a read of this device failed. Files that refused reads before and back off
-    /// ([`crate::restricted`]) fail the same way every time: they say nothing new about the
+    /// ([`crate::fs::refused`]) fail the same way every time: they say nothing new about the
     /// device.
     fn failed(&self) -> bool {
         self.errors.iter().any(|e| e.kind != ErrorKind::Refused)
@@ -604,7 +606,7 @@ impl DeviceReader<'_> {
         // The `device` link points at the PCI function; software devices have none. A link
         // that cannot be read is no PCI function either.
         let pci = self.static_link(at.of("device")).unwrap_or_default();
-        if sysfs::is_pci_address(&pci) {
+        if crate::fs::is_pci_address(&pci) {
             device.pci_address = Some(pci);
             device.numa_node =
                 self.static_parsed(at.of("device/numa_node"), parse::parse_int::<i64>);

@@ -4,7 +4,7 @@
 
 use super::types::{Enumerated, MtuRule, Rate};
 use crate::error::ErrorKind;
-use crate::sysfs::Invalid;
+use crate::fs::attr::Invalid;
 
 /// Why a value could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

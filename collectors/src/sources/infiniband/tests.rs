@@ -369,7 +369,7 @@ fn a_device_that_vanishes_mid_collection_is_dropped_with_one_error() {
 
 #[test]
 fn a_blocked_device_costs_only_itself_and_is_not_reported_vanished() {
-    use crate::guard::GuardedFs;
+    use crate::fs::GuardedFs;
     use crate::run::{Deadline, Run, Work};
     use std::time::{Duration, Instant};
     let tree = Tree::new();
@@ -869,7 +869,7 @@ fn a_refused_counter_is_not_read_again_while_it_backs_off() {
         sysfs: tree.sys(),
         procfs: PathBuf::from("/nonexistent"),
     };
-    let guard = Arc::new(crate::guard::GuardedFs::new(
+    let guard = Arc::new(crate::fs::GuardedFs::new(
         Arc::clone(&inner) as Arc<dyn Fs>,
         roots,
     ));

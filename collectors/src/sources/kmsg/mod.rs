@@ -256,7 +256,7 @@ fn now() -> f64 {
 /// When the kernel's log clock read zero, in seconds since the Unix epoch: the wall clock
 /// less the monotonic clock, which the log's timestamps follow (both leave out suspend).
 fn boot_time() -> f64 {
-    now() - crate::guard::coarse_now().as_secs_f64()
+    now() - crate::fs::base::coarse_now().as_secs_f64()
 }
 
 #[cfg(test)]

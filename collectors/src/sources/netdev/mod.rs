@@ -36,12 +36,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{CollectError, ErrorKind};
+use crate::fs::attr::{self, Attrs};
 use crate::fs::{Fs, Roots};
 use crate::netdevs::{Departures, FILTER_OPTIONS, NetdevFilter, is_same_netdev, let_go};
 use crate::netlink::rtnl::{Link, RtnlSocket, getlink_error};
 use crate::run::{Run, gather, standalone};
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
-use crate::sysfs::{self, Attrs};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -321,7 +321,7 @@ impl SysfsReader<'_> {
 
     /// The driver bound to the netdev's device, `None` for virtual netdevs.
     fn driver(&mut self) -> Option<String> {
-        sysfs::peek_link(self.fs, &self.dir.join("device/driver"))
+        attr::peek_link(self.fs, &self.dir.join("device/driver"))
     }
 
     /// The netdev from sysfs alone.

@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::error::{CollectError, ErrorKind};
+use crate::fs::attr::{self, Attrs};
 use crate::fs::{Fs, Roots};
 use crate::pcie::{self, parse_hex_id, parse_link_speed};
 use crate::run::{Run, gather};
 use crate::source::{Build, Report, Source, SourceBuildError, Spec};
-use crate::sysfs::{self, Attrs};
 
 /// The registry entry of this source.
 pub const SPEC: Spec = Spec {
@@ -148,7 +148,7 @@ pub struct Snapshot {
     pub devices: Vec<PciDevice>,
 }
 
-pub use crate::sysfs::KNOWN_FOR;
+pub use crate::fs::attr::KNOWN_FOR;
 
 /// The functions to read: role, RDMA devices and GPU index by address.
 type Targets = BTreeMap<String, (Role, Vec<String>, Option<usize>)>;
@@ -377,7 +377,7 @@ impl Reader<'_> {
             device: statics.device,
             class: statics.class,
             numa_node: statics.numa_node,
-            driver: sysfs::peek_link(self.fs, &dir.join("driver")),
+            driver: attr::peek_link(self.fs, &dir.join("driver")),
             current_speed: self
                 .parsed(&dir.join("current_link_speed"), "\"<n> GT/s\"", link_speed)
                 .flatten(),
@@ -511,6 +511,9 @@ pub fn acs_state(config: &[u8]) -> AcsState {
     }
     AcsState::NoCapability
 }
+
+#[cfg(test)]
+mod proptests;
 
 #[cfg(test)]
 mod tests {

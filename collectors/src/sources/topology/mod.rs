@@ -352,6 +352,9 @@ pub fn derive_rails(nics: &[Nic], excluded: impl Fn(&Nic) -> bool) -> Vec<Rail> 
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -1,10 +1,10 @@
-//! What one collection produced, shared by the [`crate::scheduler`] that makes it and the
+//! What one collection produced, shared by the [`crate::schedule`] that makes it and the
 //! mapping that turns it into metric families.
 
 use std::time::Duration;
 
-use railscope_collectors::SourceData;
-use railscope_collectors::guard::BlockedDevice;
+use crate::fs::guard::BlockedDevice;
+use crate::registry::SourceData;
 
 /// What one source produced in one collection.
 #[derive(Debug, Clone)]

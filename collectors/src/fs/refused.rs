@@ -27,8 +27,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::fs::PathMap;
-use crate::guard::coarse_now;
+use crate::error::Refused;
+use crate::fs::base::{PathMap, coarse_now};
 
 /// The first back-off after a file is refused, by default.
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(60);
@@ -60,35 +60,6 @@ pub fn answers_with_einval(path: &Path) -> bool {
 pub fn refusing_errno(err: &io::Error) -> Option<i32> {
     err.raw_os_error()
         .filter(|e| matches!(*e, libc::EINVAL | libc::EOPNOTSUPP | libc::EACCES))
-}
-
-/// The error of a read not tried because the file refused it before.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    /// The errno the file answered with.
-    pub errno: i32,
-    /// How long until it is tried again.
-    pub retry_in: Duration,
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "not read: it failed with {} before; tried again in {}s",
-            io::Error::from_raw_os_error(self.errno),
-            self.retry_in.as_secs()
-        )
-    }
-}
-
-impl std::error::Error for Refused {}
-
-/// Whether `err` is a [`Refused`] read.
-pub fn is_refused(err: &io::Error) -> bool {
-    err.get_ref()
-        .and_then(|e| e.downcast_ref::<Refused>())
-        .is_some()
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -248,6 +219,7 @@ impl Restricted {
     }
 
     /// Whether no file is remembered.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -260,6 +232,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::is_refused;
 
     fn errno(e: i32) -> io::Error {
         io::Error::from_raw_os_error(e)

@@ -14,14 +14,13 @@
 //!   caller says so with [`Attrs::unknown_on`].
 //!
 //! The free functions return `Result<Option<T>, CollectError>`; [`Attrs`] records the errors
-//! of a device's reads in the source's error list and hands back `Option<T>`. It also holds
-//! [`is_pci_address`], the one test of a PCI address in sysfs form.
+//! of a device's reads in the source's error list and hands back `Option<T>`.
 
 use std::path::Path;
 use std::str::FromStr;
 
 use crate::error::{CollectError, ErrorKind};
-use crate::fs::{DirEntry, Fs, is_not_found};
+use crate::fs::{DirEntry, Fs, KeptFile, is_not_found};
 
 /// How long what does not change while a device exists (GUIDs, firmware, ids, links,
 /// directory listings) is kept before it is read again, by every source that keeps it.
@@ -72,7 +71,7 @@ pub fn read_parsed_via<T, E: Into<Invalid>>(
     fs: &dyn Fs,
     device: Option<&str>,
     path: &Path,
-    file: Option<&crate::files::KeptFile>,
+    file: Option<&KeptFile>,
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<Option<T>, CollectError> {
     let mut parse = Some(parse);
@@ -258,7 +257,7 @@ impl<'a> Attrs<'a> {
     pub fn parsed_via<T, E: Into<Invalid>>(
         &mut self,
         path: &Path,
-        file: Option<&crate::files::KeptFile>,
+        file: Option<&KeptFile>,
         parse: impl FnOnce(&str) -> Result<T, E>,
     ) -> Option<T> {
         let read = read_parsed_via(self.fs, self.device, path, file, parse);
@@ -289,28 +288,6 @@ impl<'a> Attrs<'a> {
         let read = list(self.fs, self.device, path);
         self.keep(read)
     }
-}
-
-/// Whether `name` is a PCI address in sysfs form (`0000:18:00.0`; domains behind Intel VMD
-/// have five digits, `10000:01:00.0`).
-pub fn is_pci_address(name: &str) -> bool {
-    let hex = |s: &str, n: std::ops::RangeInclusive<usize>| {
-        n.contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit())
-    };
-    let mut parts = name.split(':');
-    let (Some(domain), Some(bus), Some(devfn), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return false;
-    };
-    let Some((dev, func)) = devfn.split_once('.') else {
-        return false;
-    };
-    hex(domain, 4..=5)
-        && hex(bus, 2..=2)
-        && hex(dev, 2..=2)
-        && func.len() == 1
-        && (b'0'..=b'7').contains(&func.as_bytes()[0])
 }
 
 #[cfg(test)]
@@ -395,16 +372,5 @@ mod tests {
             read_link_name(&RealFs, None, &dir.path().join("none")),
             Ok(None)
         );
-    }
-
-    #[test]
-    fn pci_addresses() {
-        assert!(is_pci_address("0000:18:00.0"));
-        assert!(is_pci_address("0000:af:00.1"));
-        assert!(!is_pci_address("pci0000:00"));
-        assert!(!is_pci_address("0000:18:00.8"));
-        assert!(is_pci_address("10000:01:00.0"));
-        assert!(!is_pci_address("0000:18:00"));
-        assert!(!is_pci_address("0000:18:00.0:1"));
     }
 }

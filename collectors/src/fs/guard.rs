@@ -25,11 +25,10 @@
 //! records itself in its attempt's own slot, and the guard's state is locked only while some
 //! device is blocked.
 
-use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -37,10 +36,9 @@ use std::time::Duration;
 use std::time::Instant;
 
 use crate::error::Blocked;
-pub use crate::error::{is_skipped, is_timed_out};
-use crate::fs::{DirEntry, Fs, Roots};
-use crate::restricted::Restricted;
-use crate::sysfs::is_pci_address;
+use crate::fs::base::{Roots, coarse_now, device_key, device_prefix};
+use crate::fs::refused::Restricted;
+use crate::fs::{DirEntry, Fs, KeptFile};
 
 /// The most devices that may be blocked at once. Past this, operations on devices that are not
 /// yet blocked fail at once too, so blocked threads stay bounded.
@@ -64,24 +62,6 @@ thread_local! {
 /// A fresh attempt id, for [`with_attempt`] and [`GuardedFs::fence`].
 pub(crate) fn next_attempt() -> u64 {
     NEXT_ATTEMPT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// The monotonic clock at the kernel's tick resolution (`CLOCK_MONOTONIC_COARSE`: a few
-/// milliseconds, and a fraction of the cost of the precise clock). Every guarded operation
-/// stamps its start, and a blocked one is measured in seconds.
-#[allow(unsafe_code)]
-pub(crate) fn coarse_now() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_COARSE exists on every
-    // Linux kernel this runs on (since 2.6.32), and the call cannot fail otherwise.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    Duration::new(
-        u64::try_from(ts.tv_sec).unwrap_or(0),
-        u32::try_from(ts.tv_nsec).unwrap_or(0),
-    )
 }
 
 /// Runs `f` as attempt `id`: the [`GuardedFs`] operations it makes on this thread can be
@@ -176,7 +156,7 @@ pub struct GuardedFs {
     instance: u64,
     next_op: AtomicU64,
     timeouts: AtomicU64,
-    /// Files that refused reads, backing off ([`crate::restricted`]).
+    /// Files that refused reads, backing off ([`crate::fs::refused`]).
     restricted: Restricted,
 }
 
@@ -195,7 +175,7 @@ impl GuardedFs {
         }
     }
 
-    /// How long a file that refused reads is left unread at first ([`crate::restricted`]).
+    /// How long a file that refused reads is left unread at first (`crate::fs::refused`).
     pub fn set_refused_backoff(&self, first: Duration) {
         self.restricted.set_first_backoff(first);
     }
@@ -206,7 +186,7 @@ impl GuardedFs {
     }
 
     /// A file read, unless the file refused reads before and backs off
-    /// ([`crate::restricted`]).
+    /// ([`crate::fs::refused`]).
     fn read_file<T>(
         &self,
         path: &Path,
@@ -429,12 +409,12 @@ impl GuardedFs {
             .get(&(device.clone(), false))
             .or_else(|| read.then(|| state.blocked.get(&(device.clone(), true)))?);
         if let Some(entry) = blocked {
-            return Some(Blocked::DeviceBlocked {
+            return Some(Blocked::Device {
                 device: PathBuf::from(self.relative(&device)),
                 for_: coarse_now().saturating_sub(entry.since),
             });
         }
-        (state.blocked.len() >= MAX_BLOCKED).then_some(Blocked::TooManyBlocked)
+        (state.blocked.len() >= MAX_BLOCKED).then_some(Blocked::TooMany)
     }
 }
 
@@ -451,17 +431,12 @@ impl Fs for GuardedFs {
         self.read_file(path, |fs, p| fs.read_with(p, f))
     }
 
-    fn keep_handle(&self, path: &Path) -> Option<crate::files::KeptFile> {
+    fn keep_handle(&self, path: &Path) -> Option<KeptFile> {
         // A look-up, no I/O: nothing to guard.
         self.inner.keep_handle(path)
     }
 
-    fn read_kept(
-        &self,
-        path: &Path,
-        file: &crate::files::KeptFile,
-        f: &mut dyn FnMut(&[u8]),
-    ) -> io::Result<()> {
+    fn read_kept(&self, path: &Path, file: &KeptFile, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
         self.read_file(path, |fs, p| fs.read_kept(p, file, f))
     }
 
@@ -500,89 +475,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Class directories whose entries are devices, under `class/` and inside `devices/` paths.
-const DEVICE_CLASSES: &[&str] = &["infiniband", "infiniband_verbs", "net", "nvme", "hwmon"];
-
-/// The directory of the device `path` belongs to: `class/<class>/<name>`,
-/// `bus/<bus>/devices/<name>`, or under `devices/` the class entry or the deepest PCI function.
-/// Paths under procfs map to their first two components; other paths to their parent.
-pub fn device_key(roots: &Roots, path: &Path) -> PathBuf {
-    device_prefix(roots, path).into_owned()
-}
-
-/// [`device_key`] without allocating where the device directory is a prefix of `path` (every
-/// path the sources build): the guard computes it for every read.
-pub fn device_prefix<'a>(roots: &Roots, path: &'a Path) -> Cow<'a, Path> {
-    let (root, rel) = if let Ok(rel) = path.strip_prefix(&roots.sysfs) {
-        (&roots.sysfs, rel)
-    } else if let Ok(rel) = path.strip_prefix(&roots.procfs) {
-        return take_components(&roots.procfs, path, rel, 2);
-    } else {
-        return Cow::Borrowed(path.parent().unwrap_or(path));
-    };
-    let mut parts = normal(rel);
-    let take = match parts.next() {
-        Some("class") => 3,
-        Some("bus") if parts.nth(1) == Some("devices") => 4,
-        Some("devices") => {
-            let parts: Vec<&str> = normal(rel).collect();
-            let class = parts
-                .iter()
-                .position(|p| DEVICE_CLASSES.contains(p))
-                .filter(|&i| i + 1 < parts.len());
-            match class {
-                Some(i) => i + 2,
-                None => parts
-                    .iter()
-                    .rposition(|p| is_pci_address(p))
-                    .map_or(2, |i| i + 1),
-            }
-        }
-        _ => 3,
-    };
-    take_components(root, path, rel, take)
-}
-
-/// `root` joined with the first `take` normal components of `rel` (`path` = `root`/`rel`):
-/// a slice of `path` when `rel` is plain (no `.`, `..` or doubled separators), else built.
-fn take_components<'a>(root: &Path, path: &'a Path, rel: &Path, take: usize) -> Cow<'a, Path> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = rel.as_os_str().as_bytes();
-    let plain = !bytes.starts_with(b"/")
-        && bytes
-            .split(|&b| b == b'/')
-            .all(|c| !c.is_empty() && c != b"." && c != b"..");
-    if plain {
-        let end = bytes
-            .iter()
-            .enumerate()
-            .filter(|&(_, &b)| b == b'/')
-            .map(|(i, _)| i)
-            .nth(take.saturating_sub(1))
-            .unwrap_or(bytes.len());
-        let whole = path.as_os_str().as_bytes();
-        let cut = whole.len() - bytes.len() + end;
-        if take > 0 {
-            return Cow::Borrowed(Path::new(std::ffi::OsStr::from_bytes(&whole[..cut])));
-        }
-    }
-    Cow::Owned(
-        normal(rel)
-            .take(take)
-            .fold(root.to_path_buf(), |p, c| p.join(c)),
-    )
-}
-
-fn normal(path: &Path) -> impl Iterator<Item = &str> {
-    path.components().filter_map(|c| match c {
-        Component::Normal(s) => s.to_str(),
-        _ => None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{is_skipped, is_timed_out};
     use crate::fs::RealFs;
     use std::sync::Condvar;
     use std::sync::atomic::AtomicUsize;
@@ -640,45 +536,6 @@ mod tests {
             sysfs: PathBuf::from("/s"),
             procfs: PathBuf::from("/p"),
         }
-    }
-
-    #[test]
-    fn device_keys() {
-        let r = roots();
-        let key = |p: &str| device_key(&r, Path::new(p)).display().to_string();
-        assert_eq!(
-            key("/s/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data"),
-            "/s/class/infiniband/mlx5_0"
-        );
-        assert_eq!(key("/s/class/infiniband"), "/s/class/infiniband");
-        assert_eq!(
-            key("/s/bus/pci/devices/0000:17:00.0/current_link_speed"),
-            "/s/bus/pci/devices/0000:17:00.0"
-        );
-        assert_eq!(
-            key("/s/devices/pci0000:16/0000:16:01.0/0000:17:00.0/infiniband/mlx5_0/ports/1/state"),
-            "/s/devices/pci0000:16/0000:16:01.0/0000:17:00.0/infiniband/mlx5_0"
-        );
-        assert_eq!(
-            key("/s/devices/pci0000:16/0000:16:01.0/0000:17:00.0/aer_dev_correctable"),
-            "/s/devices/pci0000:16/0000:16:01.0/0000:17:00.0"
-        );
-        assert_eq!(
-            key("/s/devices/system/node/node0/cpulist"),
-            "/s/devices/system"
-        );
-        assert_eq!(key("/p/net/dev"), "/p/net/dev");
-        assert_eq!(key("/elsewhere/file"), "/elsewhere");
-        assert_eq!(key("/s/bus/pci"), "/s/bus/pci");
-        // Unusual spellings give the same device, built rather than sliced.
-        assert_eq!(
-            key("/s/class//infiniband/./mlx5_0/ports/1/state"),
-            "/s/class/infiniband/mlx5_0"
-        );
-        assert!(matches!(
-            device_prefix(&r, Path::new("/s/class/net/eth0/statistics/rx_bytes")),
-            Cow::Borrowed(p) if p == Path::new("/s/class/net/eth0")
-        ));
     }
 
     /// Starts attempt `id` reading `path` on its own thread, waits until the read is inside

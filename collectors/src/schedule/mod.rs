@@ -1,12 +1,13 @@
 //! The scrape scheduler: hands each collection its deadline, runs every enabled source on a
-//! collection lane, and takes each source's result up as soon as it is there.
+//! collection lane, and takes each source's result up as soon as it is there. [`Scheduler`]
+//! answers the agent's scrapes and pushes with a [`Collection`] (`collection`).
 //!
 //! * Deadline: the scraper's `X-Prometheus-Scrape-Timeout-Seconds` less an offset, capped by
 //!   `--scrape.timeout-max`. A collection's deadline is the earliest among the scrapes
 //!   waiting for it: a scrape that joins a running collection brings it forward, so a 3 s
 //!   scrape arriving during a 10 s start-up collection gets its answer in time, with every
 //!   device that was ready by then. Inside a source, the deadline is enforced per device by
-//!   `railscope_collectors::run`: a stuck device costs only its own series.
+//!   `crate::run`: a stuck device costs only its own series.
 //! * Publishing: each source's outcome is posted as soon as it returns; a scrape answers at
 //!   its own deadline with what is posted, and a source that has not returned is reported
 //!   failed in that scrape. Its thread is left to finish, and until it does the source is not
@@ -14,13 +15,41 @@
 //! * Coalescing: a scrape that arrives while a collection is running joins it instead of
 //!   reading the node again.
 //! * Width: at most [`collect_width`] sources collect at once (2 to 4, by the CPUs the agent
-//!   may use), on the collection lanes ([`crate::lanes`]); the rest wait their turn. A source
+//!   may use), on the collection lanes (`lanes`); the rest wait their turn. A source
 //!   that has run for 20 ms gives its lane up, so slow sources (a cold start, a hung device)
 //!   run side by side as if there were no lanes and never hold the others back; a source
 //!   whose turn comes after the deadline does not start.
 //! * Errors each source reports are counted per collector and each distinct one (origin,
 //!   kind, errno) is logged once; a source that misses its deadline is logged when it starts
 //!   and when it ends.
+//!
+//! # Two kinds of threads
+//!
+//! A collection runs on two kinds of threads, for two jobs, and they are kept apart:
+//!
+//! * **Lanes** (`lanes`) run *sources*: one FIFO queue, at most [`collect_width`] jobs at a
+//!   time, idle lanes ending after two minutes. The bound is for memory, not speed: a
+//!   source's thread mostly waits for its units, and every thread that allocates keeps a
+//!   glibc arena of its own (the agent caps arenas at the lane count). A job that runs
+//!   past 20 ms gives its lane up, so a slow source never holds the others back.
+//! * **The unit pool** (`crate::run`) runs a source's *per-device units*: unbounded and
+//!   unqueued, a unit with no idle worker gets a fresh thread, idle workers ending after a
+//!   minute. A unit that blocks in the kernel is fenced and left behind, and the next unit
+//!   must start at once on another thread; a bound or a queue there would let one wedged
+//!   device hold up the rest.
+//!
+//! Merged, one of the two would break: a bounded pool stalls behind fenced units, an
+//! unbounded one runs every source at once.
+//!
+//! # Why it lives in the collectors crate
+//!
+//! The deadline model is one piece from the scrape down to the blocked read: the
+//! [`Deadline`] a scrape lowers, the [`crate::run::Run`] that enforces it per device, the
+//! guard that fences a blocked read (`crate::fs::guard`), and this scheduler that runs the
+//! sources under it and takes their outcomes up. It uses only this crate's types (the
+//! [`crate::registry`], its sources and errors) and knows nothing of HTTP or the exposition:
+//! the agent calls [`Scheduler::collect`] with a timeout and maps the [`Collection`] it gets.
+//! Kept together, the timing is tested in one crate, against real sources and the guard.
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
@@ -28,12 +57,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use railscope_collectors::{
-    AnySource, CollectError, Collectors, Deadline, ErrorKind, SourceReport,
-};
+use crate::error::{CollectError, ErrorKind};
+use crate::registry::{AnySource, Collectors, SourceReport};
+use crate::run::Deadline;
 
-pub use crate::collection::{Collection, SourceOutcome, Totals};
-use crate::lanes::{Lanes, Ticket};
+mod collection;
+pub(crate) mod lanes;
+
+pub use collection::{Collection, SourceOutcome, Totals};
+use lanes::{Lanes, Ticket};
+
+/// The target of the scheduler's log lines, as the agent has always logged them (the
+/// `target` of a JSON log line), so log filters and queries over them keep matching.
+const LOG_TARGET: &str = "railscope::scheduler";
 
 /// How long a source may run before it gives its collection lane up (looked at every 10 ms).
 const SLOW: Duration = Duration::from_millis(20);
@@ -169,7 +205,7 @@ impl Scheduler {
     }
 
     /// A scheduler over `sources` alone (no guarded file system to report on).
-    pub fn from_sources(sources: Vec<Box<dyn AnySource>>) -> Self {
+    pub(crate) fn from_sources(sources: Vec<Box<dyn AnySource>>) -> Self {
         Scheduler {
             slots: sources
                 .into_iter()
@@ -290,6 +326,7 @@ impl Scheduler {
             inflight.post(index, || SourceOutcome::failed(name, Duration::ZERO));
             slot.errors_total.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
+                target: LOG_TARGET,
                 collector = name,
                 "Skipping collection: the previous one has not returned yet."
             );
@@ -311,6 +348,7 @@ impl Scheduler {
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| source.collect(&deadline)));
             if late.swap(false, Ordering::AcqRel) {
                 tracing::info!(
+                    target: LOG_TARGET,
                     collector = name,
                     after_seconds = began.elapsed().as_secs_f64(),
                     "A collector that missed its deadline returned; it runs again from the next collection."
@@ -369,6 +407,7 @@ impl Scheduler {
         if inflight.post(index, || SourceOutcome::failed(name, waited)) {
             slot.errors_total.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
+                target: LOG_TARGET,
                 collector = name,
                 waited_seconds = waited.as_secs_f64(),
                 "Collector's turn came after the scrape deadline; its series are missing from this scrape."
@@ -405,6 +444,7 @@ impl Scheduler {
                 if posted {
                     slot.errors_total.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
+                        target: LOG_TARGET,
                         collector = name,
                         timeout_seconds = elapsed.as_secs_f64(),
                         "Collector missed the scrape deadline; its series are missing until it returns."
@@ -436,6 +476,7 @@ impl Scheduler {
             None => {
                 slot.errors_total.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(
+                    target: LOG_TARGET,
                     collector = name,
                     "Collector panicked; its series are missing from this scrape."
                 );
@@ -487,6 +528,7 @@ impl Scheduler {
         let mut logged = lock(&self.logged_absent);
         if logged.insert(name) {
             tracing::info!(
+                target: LOG_TARGET,
                 collector = name,
                 reason,
                 "Subsystem not present; the collector reports nothing."
@@ -506,9 +548,9 @@ fn log_error(name: &'static str, error: &CollectError, first: bool) {
     let device = error.device.as_deref().unwrap_or_default();
     let path = error.origin.to_string();
     if first {
-        tracing::warn!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
+        tracing::warn!(target: LOG_TARGET, collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
     } else {
-        tracing::debug!(collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
+        tracing::debug!(target: LOG_TARGET, collector = name, device, path, errno, kind = error.kind.as_str(), error = %error, "Failed to read a value; its series are skipped.");
     }
 }
 
@@ -537,9 +579,9 @@ pub fn scrape_timeout(header: Option<&str>, offset: Duration, max: Duration) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railscope_collectors::SourceData;
-    use railscope_collectors::run::{Run, Work};
-    use railscope_collectors::sources::infiniband::{Device, Snapshot};
+    use crate::registry::SourceData;
+    use crate::run::{Run, Work};
+    use crate::sources::infiniband::{Device, Snapshot};
     use std::sync::atomic::AtomicUsize;
 
     fn devices(names: &[&str]) -> SourceData {
@@ -641,15 +683,16 @@ mod tests {
             calls: calls.clone(),
             sleep: Duration::from_millis(200),
         })]);
-        let scrapes = (0..20).map(|_| {
-            let s = Arc::clone(&scheduler);
-            tokio::spawn(async move { s.collect(Duration::from_secs(5)).await.sequence })
-        });
-        let sequences: Vec<u64> = futures_util::future::join_all(scrapes)
-            .await
-            .into_iter()
-            .map(|r| r.unwrap())
+        let scrapes: Vec<_> = (0..20)
+            .map(|_| {
+                let s = Arc::clone(&scheduler);
+                tokio::spawn(async move { s.collect(Duration::from_secs(5)).await.sequence })
+            })
             .collect();
+        let mut sequences = Vec::new();
+        for scrape in scrapes {
+            sequences.push(scrape.await.unwrap());
+        }
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert!(sequences.iter().all(|&s| s == 1));
         assert_eq!(scheduler.totals().requests, 20);

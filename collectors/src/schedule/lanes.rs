@@ -1,7 +1,7 @@
 //! Collection lanes: the threads that run sources' collections, a fixed number at a time.
 //!
 //! A source's thread mostly waits for the workers that read its devices
-//! (`railscope_collectors::run`), so running every source at once buys no speed on a node
+//! ([`crate::run`]), so running every source at once buys no speed on a node
 //! that scrapes in milliseconds, and every thread that allocates keeps an allocator arena
 //! of its own: eight sources on eight threads cost about 5 MB more resident memory than
 //! the same sources on two. So jobs queue, and `width` lanes take them in order; a lane
@@ -16,6 +16,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
+
+/// The target of the lanes' log lines, as the agent has always logged them.
+const LOG_TARGET: &str = "railscope::lanes";
 
 /// How long an idle lane waits for a job before it ends.
 const IDLE: Duration = Duration::from_secs(120);
@@ -152,7 +155,7 @@ impl Lanes {
             .spawn(move || lanes.lane());
         if let Err(err) = spawned {
             lock(&self.state).threads -= 1;
-            tracing::error!(error = %err, "Failed to start a collection thread.");
+            tracing::error!(target: LOG_TARGET, error = %err, "Failed to start a collection thread.");
         }
     }
 

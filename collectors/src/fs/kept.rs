@@ -16,14 +16,14 @@
 //!   file whose inode was unlinked or replaced is also dropped, since only sysfs and procfs
 //!   guarantee that an open file follows its path (checked at most once per
 //!   [`VERIFY_EVERY`] per file, so a file replaced there is seen within a second);
-//! * counts, per device directory ([`crate::guard::device_key`]), the kept files found changed
+//! * counts, per device directory ([`crate::fs::base::device_key`]), the kept files found changed
 //!   ([`Fs::changes`]), so a source that remembers what does not change (listings, identity)
 //!   knows when a device was removed and added again under the same name;
 //! * closes the kept files under a directory a source says is gone ([`Fs::release`]: a
 //!   netdev that left), forgets every kept file that was not read for [`FORGET_AFTER`] (a
-//!   device that went away), and never keeps more than [`KeptOpenFs::capacity`] files (past it, reads
-//!   open and close as before), so the descriptor count stays bounded
-//!   (`railscope_open_files_kept`);
+//!   device that went away), and never keeps more files than its capacity
+//!   ([`KeptOpenFs::with_capacity`]; past it, reads open and close as before), so the
+//!   descriptor count stays bounded (`railscope_open_files_kept`);
 //! * raises the process's soft `RLIMIT_NOFILE` to its hard limit at start (as Go's runtime
 //!   does for every Go exporter since Go 1.19) and keeps at most half of it.
 //!
@@ -42,8 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use crate::fs::{DirEntry, Fs, MAX_ATTRIBUTE_BYTES, PathHasher, RealFs, Roots};
-use crate::guard::{coarse_now, device_prefix};
+use crate::fs::base::{PathHasher, Roots, coarse_now, device_prefix};
+use crate::fs::{DirEntry, Fs, Kept, KeptFile, MAX_ATTRIBUTE_BYTES, RealFs};
 
 /// Outside a kernel file system, how often a kept file is checked for having been replaced or
 /// removed under its path.
@@ -66,25 +66,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(30);
 const SYSFS_MAGIC: i64 = 0x6265_6572;
 const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
-#[derive(Debug)]
-struct Kept {
-    file: Arc<File>,
-    /// Seconds after the epoch of this file system when it was last read.
-    used: AtomicU64,
-    /// Seconds after the epoch when its inode was last checked (outside kernel file systems).
-    verified: AtomicU64,
-}
-
 /// Kept files by the bytes of their path.
 type KeptMap = HashMap<Box<[u8]>, Arc<Kept>, BuildHasherDefault<PathHasher>>;
-
-/// A file [`KeptOpenFs`] keeps open, held by a reader that reads the same attribute every
-/// scrape ([`Fs::keep_handle`]): a read through it ([`Fs::read_kept`]) skips the look-up
-/// by path. It follows the same rules as a read by path: outside sysfs and procfs its inode
-/// is checked every [`VERIFY_EVERY`], and a read that says the file no longer stands for
-/// its path opens the path again.
-#[derive(Debug, Clone)]
-pub struct KeptFile(Arc<Kept>);
 
 /// Changes seen, by device directory; `resets` counts the times the map was cleared.
 #[derive(Debug, Default)]
@@ -139,17 +122,13 @@ impl KeptOpenFs {
         Self::with_capacity(roots, usize::try_from(limit / 2).unwrap_or(MAX_KEPT))
     }
 
-    /// The most files it keeps open.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// How many files it keeps open now.
     pub fn kept(&self) -> usize {
         lock(&self.kept).len()
     }
 
     /// How many times a file was opened (rather than re-read while kept), since start.
+    #[cfg(test)]
     pub fn opened_total(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
     }
