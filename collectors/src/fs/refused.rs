@@ -7,7 +7,7 @@
 //! floods the kernel log and counts the same error forever. A read that fails with `EINVAL`,
 //! `EOPNOTSUPP` or `EACCES` is remembered here: the failure is counted once (it is an
 //! ordinary I/O error the first time), and the file is not read again for a back-off that
-//! starts at [`FIRST_BACKOFF`] (`--path.refused-backoff`) and doubles at every failed retry up
+//! starts at [`FIRST_BACKOFF`] (`--sysfs.refused-backoff`) and doubles at every failed retry up
 //! to [`MAX_DOUBLINGS`] times that. In
 //! between, a read of it fails at once with a [`Refused`] error, which sources treat as the
 //! file's series being absent and the agent neither counts nor logs. A retry that succeeds

@@ -625,7 +625,7 @@ fn hostile_sysfs_costs_only_what_is_broken() {
             "json",
             // Each case starts from a healed tree: files that refused reads in one case are
             // read again in the next at once. The back-off has a test of its own below.
-            "--path.refused-backoff",
+            "--sysfs.refused-backoff",
             "0s",
         ],
     );
@@ -875,7 +875,7 @@ fn a_refused_file_is_left_alone_while_it_backs_off() {
         &[
             "--collector.disable-defaults",
             "--collector.infiniband",
-            "--path.refused-backoff",
+            "--sysfs.refused-backoff",
             &format!("{}s", BACKOFF.as_secs()),
         ],
     );

@@ -183,7 +183,7 @@ fn a_file_only_root_may_read_costs_its_series_and_is_logged_once() {
         ),
         1.0
     );
-    // Counted once: the file is not read again while it backs off (--path.refused-backoff),
+    // Counted once: the file is not read again while it backs off (--sysfs.refused-backoff),
     // however many collections run (the agent also runs one at start).
     let collections = value(&s, "railscope_collections_total", &[]);
     assert!(collections >= 3.0);
