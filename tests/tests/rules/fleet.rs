@@ -984,7 +984,7 @@ fn sharded(
 /// no DCB, InfiniBand ports get their active MTU only from verbs on a live node and no RoCE
 /// RDMA device is in the fleet, OFED's extra PMA counters exist on no DGX node, AER types and
 /// XID codes appear with their first error, and H100s have no retired pages (they remap rows).
-const LIVE_ONLY: &[&str] = &[
+const ABSENT_ON_THIS_FLEET: &[&str] = &[
     "railscope_dcb_",
     "active_mtu_bytes",
     "railscope_ib_port_netdev_mtu_bytes",
@@ -1046,7 +1046,7 @@ for path in sys.argv[1:]:
             .as_array()
             .is_some_and(|r| !r.is_empty())
             || body["data"]["resultType"] == "scalar";
-        if !ok || (!has_data && !LIVE_ONLY.iter().any(|m| expr.contains(m))) {
+        if !ok || (!has_data && !ABSENT_ON_THIS_FLEET.iter().any(|m| expr.contains(m))) {
             empty.push(format!(
                 "{expr} -> {}",
                 if ok {
