@@ -116,9 +116,14 @@ pub(crate) fn command() -> Command {
         // `railscope --flag doctor` is not doctor with the agent's flag: doctor takes them after its name.
         .args_conflicts_with_subcommands(true)
         .disable_help_subcommand(true);
-    let doctor = doctor::command(agent_args(Command::new(doctor::NAME)), &serving_flags())
-        .version(crate::build_info::VERSION);
-    agent_args(root).subcommand(doctor)
+    // Doctor's flags are built only when `doctor` is asked for: the agent's start-up does
+    // not pay for a second copy of every flag.
+    agent_args(root).subcommand(Command::new(doctor::NAME).defer(doctor_command))
+}
+
+/// The `doctor` subcommand, whole.
+fn doctor_command(cmd: Command) -> Command {
+    doctor::command(agent_args(cmd), &serving_flags()).version(crate::build_info::VERSION)
 }
 
 /// Parses the command line (and the config file it names). `railscope doctor ...` takes the
@@ -129,8 +134,8 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let cmd = command();
-    let matches = match cmd.clone().try_get_matches_from(&args) {
+    let mut cmd = command();
+    let matches = match cmd.try_get_matches_from_mut(&args) {
         Ok(m) => m,
         Err(err) => {
             use clap::error::ErrorKind;
