@@ -532,6 +532,8 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
         "/usr/share/doc/railscope/examples/railscope.yml",
         "/usr/share/doc/railscope/examples/otel-collector-otlp.yaml",
         "/usr/share/doc/railscope/README.md",
+        "/usr/share/doc/railscope/docs/configuration.md",
+        "/usr/share/doc/railscope/docs/collectors/infiniband.md",
         "/usr/share/doc/railscope/copyright",
         "/usr/share/railscope/alerts/railscope.rules.yml",
         "/usr/share/railscope/alerts/alertmanager.example.yml",
