@@ -9,7 +9,7 @@ use clap::{ArgMatches, Command};
 use serde_json::Value as Json;
 
 use super::error::ConfigError;
-use super::value::{File, Rejected, Setting, Value, choice, positive, text_from_file};
+use super::value::{File, Rejected, Setting, Value, choice, positive, reject, text_from_file};
 
 /// How to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ enum Color {
 impl Value for Output {
     fn from_text(text: &str) -> Result<Self, Rejected> {
         choice(text, &[("text", Output::Text), ("json", Output::Json)])
-            .map_err(|_| Rejected::because(format!("{text:?}: expected text or json")))
+            .map_err(|_| reject(format!("{text:?}: expected text or json")))
     }
     fn from_file(value: Json) -> Result<Self, Rejected> {
         text_from_file(value)
@@ -135,7 +135,7 @@ impl Value for Color {
                 ("never", Color::Never),
             ],
         )
-        .map_err(|_| Rejected::because(format!("{text:?}: expected auto, always or never")))
+        .map_err(|_| reject(format!("{text:?}: expected auto, always or never")))
     }
     fn from_file(value: Json) -> Result<Self, Rejected> {
         text_from_file(value)

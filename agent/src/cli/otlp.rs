@@ -12,7 +12,9 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use super::error::ConfigError;
-use super::value::{File, Rejected, Setting, Switch, Value, choice, positive, text_from_file};
+use super::value::{
+    File, Rejected, Setting, Switch, Value, choice, positive, reject, text_from_file,
+};
 
 /// The OTLP transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,16 +91,23 @@ pub(crate) struct Headers(Vec<(String, String)>);
 
 impl Value for Headers {
     fn from_text(text: &str) -> Result<Self, Rejected> {
-        parse_headers(text).map(Headers).map_err(Rejected::because)
+        let headers = parse_headers(text)?;
+        for (key, value) in &headers {
+            validate_header(key, value)?;
+        }
+        Ok(Headers(headers))
     }
     fn from_file(value: Json) -> Result<Self, Rejected> {
         let map = BTreeMap::<String, String>::deserialize(value)
-            .map_err(|_| Rejected::because("expected a map of header names to values"))?;
-        Ok(Headers(
-            map.into_iter()
-                .map(|(k, v)| (k.to_ascii_lowercase(), v))
-                .collect(),
-        ))
+            .map_err(|_| reject("expected a map of header names to values"))?;
+        let headers: Vec<(String, String)> = map
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        for (key, value) in &headers {
+            validate_header(key, value)?;
+        }
+        Ok(Headers(headers))
     }
 }
 
@@ -226,13 +235,9 @@ pub(crate) fn from_matches(
         return Ok(None);
     }
     let protocol = protocol?;
-    let endpoint = endpoint_url(endpoint.trim(), protocol)
-        .map_err(|reason| ConfigError::new(ENDPOINT.field(), reason))?;
+    let endpoint = endpoint_url(endpoint.trim(), protocol).map_err(|r| ENDPOINT.rejected(r))?;
     let (interval, timeout) = (interval?, timeout?);
     let headers = headers?.unwrap_or_default().0;
-    for (key, value) in &headers {
-        validate_header(key, value).map_err(|reason| ConfigError::new(HEADERS.field(), reason))?;
-    }
     let gzip = gzip?.0;
     let queue_size = queue_size?;
     let hardware_semconv = hardware_semconv?;
@@ -262,16 +267,20 @@ pub(crate) fn from_matches(
 }
 
 /// Checks the endpoint and completes an HTTP one with the metrics path.
-fn endpoint_url(text: &str, protocol: Protocol) -> Result<String, String> {
+fn endpoint_url(text: &str, protocol: Protocol) -> Result<String, Rejected> {
     let uri: hyper::Uri = text
         .parse()
-        .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+        .map_err(|e| reject(format!("{text:?} is not a URL: {e}")))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
-        _ => return Err(format!("{text:?} must start with http:// or https://")),
+        _ => {
+            return Err(reject(format!(
+                "{text:?} must start with http:// or https://"
+            )));
+        }
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err(format!("{text:?} has no host"));
+        return Err(reject(format!("{text:?} has no host")));
     }
     let path = uri.path();
     match protocol {
@@ -282,20 +291,20 @@ fn endpoint_url(text: &str, protocol: Protocol) -> Result<String, String> {
         Protocol::Grpc if path.is_empty() || path == "/" => {
             Ok(text.trim_end_matches('/').to_owned())
         }
-        Protocol::Grpc => Err(format!(
+        Protocol::Grpc => Err(reject(format!(
             "{text:?}: a gRPC endpoint is scheme://host:port without a path"
-        )),
+        ))),
     }
 }
 
 /// Parses `key=value,key2=value2` (values percent-encoded, as in
 /// `OTEL_EXPORTER_OTLP_HEADERS`).
-fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_headers(text: &str) -> Result<Vec<(String, String)>, Rejected> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (key, value) = item
             .split_once('=')
-            .ok_or_else(|| format!("{item:?} is not key=value"))?;
+            .ok_or_else(|| reject(format!("{item:?} is not key=value")))?;
         // gRPC metadata keys are lower case; HTTP header names are case-insensitive.
         out.push((
             key.trim().to_ascii_lowercase(),
@@ -305,7 +314,7 @@ fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-fn percent_decode(text: &str) -> Result<String, String> {
+fn percent_decode(text: &str) -> Result<String, Rejected> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -314,7 +323,7 @@ fn percent_decode(text: &str) -> Result<String, String> {
             let hex = text
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("{text:?} has a bad percent escape"))?;
+                .ok_or_else(|| reject(format!("{text:?} has a bad percent escape")))?;
             out.push(hex);
             i += 3;
         } else {
@@ -322,14 +331,14 @@ fn percent_decode(text: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("{text:?} does not decode to UTF-8"))
+    String::from_utf8(out).map_err(|_| reject(format!("{text:?} does not decode to UTF-8")))
 }
 
-fn validate_header(key: &str, value: &str) -> Result<(), String> {
+fn validate_header(key: &str, value: &str) -> Result<(), Rejected> {
     hyper::header::HeaderName::from_bytes(key.as_bytes())
-        .map_err(|_| format!("{key:?} is not a valid header name"))?;
+        .map_err(|_| reject(format!("{key:?} is not a valid header name")))?;
     hyper::header::HeaderValue::from_str(value)
-        .map_err(|_| format!("the value of {key:?} is not a valid header value"))?;
+        .map_err(|_| reject(format!("the value of {key:?} is not a valid header value")))?;
     Ok(())
 }
 

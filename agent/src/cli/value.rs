@@ -21,11 +21,9 @@ use super::error::ConfigError;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Rejected(Option<String>);
 
-impl Rejected {
-    /// Rejected for this reason.
-    pub(crate) fn because(reason: impl Into<String>) -> Rejected {
-        Rejected(Some(reason.into()))
-    }
+/// Rejected for this reason.
+pub(crate) fn reject(reason: impl Into<String>) -> Rejected {
+    Rejected(Some(reason.into()))
 }
 
 /// A type a setting can have: read from a flag's text, or from the config file's value.
@@ -113,6 +111,11 @@ impl<T: Value> Setting<T> {
             (false, true) => format!("--{}", self.flag),
             _ => self.key.to_owned(),
         }
+    }
+
+    /// The error for a value of this setting that was rejected.
+    pub(crate) fn rejected(&self, rejected: Rejected) -> ConfigError {
+        self.error(rejected)
     }
 
     fn error(&self, rejected: Rejected) -> ConfigError {
@@ -407,7 +410,7 @@ pub(crate) fn choice<T: Copy>(text: &str, choices: &[(&str, T)]) -> Result<T, Re
         .map(|(_, v)| *v)
         .ok_or_else(|| {
             let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-            Rejected::because(format!("{text:?} is not one of {}", names.join(", ")))
+            reject(format!("{text:?} is not one of {}", names.join(", ")))
         })
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{ArgMatches, Command};
 
 use super::error::ConfigError;
-use super::value::{File, Setting, positive};
+use super::value::{File, Rejected, Setting, positive, reject};
 
 /// Default listen address.
 pub(crate) const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
@@ -95,8 +95,7 @@ pub(crate) fn args(cmd: Command) -> Command {
 /// The `web` settings from the command line and the file.
 pub(crate) fn from_matches(matches: &ArgMatches, file: &mut File) -> Result<Web, ConfigError> {
     let listen_address = LISTEN_ADDRESS.get(matches, file)?;
-    validate_listen_address(&listen_address)
-        .map_err(|reason| ConfigError::new(LISTEN_ADDRESS.field(), reason))?;
+    validate_listen_address(&listen_address).map_err(|r| LISTEN_ADDRESS.rejected(r))?;
     let telemetry_path = TELEMETRY_PATH.get(matches, file)?;
     if !telemetry_path.starts_with('/')
         || telemetry_path == "/"
@@ -122,14 +121,16 @@ pub(crate) fn from_matches(matches: &ArgMatches, file: &mut File) -> Result<Web,
 }
 
 /// Resolves `:9477` (all interfaces), `host:port` and `[v6]:port`.
-pub(crate) fn validate_listen_address(address: &str) -> Result<(), String> {
+pub(crate) fn validate_listen_address(address: &str) -> Result<(), Rejected> {
     let (host, port) = address
         .rsplit_once(':')
-        .ok_or_else(|| format!("{address:?} is not [host]:port"))?;
+        .ok_or_else(|| reject(format!("{address:?} is not [host]:port")))?;
     port.parse::<u16>()
-        .map_err(|_| format!("{address:?} has no valid port"))?;
+        .map_err(|_| reject(format!("{address:?} has no valid port")))?;
     if host.starts_with('[') != host.ends_with(']') {
-        return Err(format!("{address:?} has an unbalanced IPv6 bracket"));
+        return Err(reject(format!(
+            "{address:?} has an unbalanced IPv6 bracket"
+        )));
     }
     Ok(())
 }
