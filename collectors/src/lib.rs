@@ -83,4 +83,6 @@ pub use fs::{Fault, FaultFs};
 pub use registry::{AnySource, Collectors, SOURCES, SourceData, SourceReport, SourceSpec};
 pub use run::{Deadline, Run, Unit};
 pub use schedule::{Collection, Scheduler, SourceOutcome, Totals};
-pub use source::{OptionSpec, OptionValues, Report, Source, SourceBuildError, Spec};
+pub use source::{
+    OptionKind, OptionSpec, OptionValue, OptionValues, Report, Source, SourceBuildError, Spec,
+};

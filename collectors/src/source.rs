@@ -122,8 +122,92 @@ pub struct OptionSpec {
     pub kind: OptionKind,
 }
 
+/// One option's value, typed by its kind: a map option holds its pairs (from a YAML map, or
+/// parsed once from a flag's `KEY=VALUE,KEY=VALUE`), every other kind its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionValue {
+    /// The text of a regular expression, a path or a choice.
+    Text(String),
+    /// The pairs of a map option, in the order given.
+    Map(Vec<(String, String)>),
+}
+
+impl From<String> for OptionValue {
+    fn from(text: String) -> Self {
+        OptionValue::Text(text)
+    }
+}
+
+impl From<&str> for OptionValue {
+    fn from(text: &str) -> Self {
+        OptionValue::Text(text.to_owned())
+    }
+}
+
 /// The option values given for one source, by option name.
-pub type OptionValues = BTreeMap<String, String>;
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OptionValues(BTreeMap<String, OptionValue>);
+
+impl OptionValues {
+    /// No values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets an option's value.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<OptionValue>) {
+        self.0.insert(name.into(), value.into());
+    }
+
+    /// The text of an option that is not a map.
+    pub fn get(&self, name: &str) -> Option<&String> {
+        match self.0.get(name) {
+            Some(OptionValue::Text(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The pairs of a map option.
+    pub fn map(&self, name: &str) -> Option<&[(String, String)]> {
+        match self.0.get(name) {
+            Some(OptionValue::Map(pairs)) => Some(pairs),
+            _ => None,
+        }
+    }
+
+    /// An option's value, whatever its kind.
+    pub fn value(&self, name: &str) -> Option<&OptionValue> {
+        self.0.get(name)
+    }
+}
+
+impl<K: Into<String>, V: Into<OptionValue>> FromIterator<(K, V)> for OptionValues {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(items: I) -> Self {
+        OptionValues(
+            items
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+/// Parses a map option's `KEY=VALUE,KEY=VALUE` (a flag's spelling of it): keys and values
+/// trimmed, empty items skipped, a key given twice refused.
+pub fn parse_map_text(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (key, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{item:?} is not KEY=VALUE"))?;
+        let (key, value) = (key.trim(), value.trim());
+        if pairs.iter().any(|(k, _)| k == key) {
+            return Err(format!("{key:?} is given twice"));
+        }
+        pairs.push((key.to_owned(), value.to_owned()));
+    }
+    Ok(pairs)
+}
 
 /// Why a source could not be built from its options.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use railscope_collectors::source::OptionValues;
-use railscope_collectors::{Roots, SOURCES, SourceSpec};
+use railscope_collectors::{
+    OptionKind, OptionSpec, OptionValue, OptionValues, Roots, SOURCES, SourceSpec,
+};
 use serde_json::Value as Json;
 
 use super::error::ConfigError;
@@ -225,10 +226,11 @@ fn collector_configs(
             config.enabled = false;
         }
         for option in spec.options {
-            if let Some(value) =
-                matches.get_one::<String>(&format!("collector.{}.{}", spec.name, option.name))
-            {
-                config.options.insert(option.name.to_owned(), value.clone());
+            let flag = format!("collector.{}.{}", spec.name, option.name);
+            if let Some(text) = matches.get_one::<String>(&flag) {
+                let value = option_from_text(option, text)
+                    .map_err(|reason| ConfigError::new(option_field(spec, option), reason))?;
+                config.options.insert(option.name, value);
             }
         }
         collectors.push(config);
@@ -251,9 +253,10 @@ fn apply_file_keys(
                 Json::Bool(b) => config.enabled = b,
                 _ => return Err(ConfigError::new(field, "expected true or false")),
             }
-        } else if spec.options.iter().any(|o| o.name == key) {
-            let text = option_text(&value).map_err(|reason| ConfigError::new(&field, reason))?;
-            config.options.insert(key, text);
+        } else if let Some(option) = spec.options.iter().find(|o| o.name == key) {
+            let value = option_from_file(option, value)
+                .map_err(|reason| ConfigError::new(option_field(spec, option), reason))?;
+            config.options.insert(key, value);
         } else {
             let mut known = vec!["enabled"];
             known.extend(spec.options.iter().map(|o| o.name));
@@ -266,8 +269,31 @@ fn apply_file_keys(
     Ok(())
 }
 
-/// An option's value as its flag would spell it.
-fn option_text(value: &Json) -> Result<String, &'static str> {
+/// How errors name an option: its flag and its key.
+fn option_field(spec: &SourceSpec, option: &OptionSpec) -> String {
+    format!(
+        "--collector.{0}.{1} (collectors.{0}.{1})",
+        spec.name, option.name
+    )
+}
+
+/// An option's value from its flag's text, typed by its kind: a map's `KEY=VALUE,...` parsed
+/// into pairs, a choice checked against its words.
+fn option_from_text(option: &OptionSpec, text: &str) -> Result<OptionValue, String> {
+    match option.kind {
+        OptionKind::Map => railscope_collectors::source::parse_map_text(text).map(OptionValue::Map),
+        OptionKind::Choice(words) if !words.contains(&text) => {
+            Err(format!("{text:?} is not one of {}", words.join(", ")))
+        }
+        OptionKind::Choice(_) | OptionKind::Regex | OptionKind::Path => {
+            Ok(OptionValue::Text(text.to_owned()))
+        }
+    }
+}
+
+/// An option's value from the config file, typed by its kind: a map option takes a YAML map
+/// of scalars (or a flag's `KEY=VALUE,...` string), every other kind a scalar.
+fn option_from_file(option: &OptionSpec, value: Json) -> Result<OptionValue, String> {
     fn scalar(value: &Json) -> Option<String> {
         match value {
             Json::String(s) => Some(s.clone()),
@@ -276,15 +302,22 @@ fn option_text(value: &Json) -> Result<String, &'static str> {
             _ => None,
         }
     }
-    match value {
-        Json::Object(map) => {
-            let mut items = Vec::new();
-            for (k, v) in map {
-                let v = scalar(v).ok_or("expected a map of scalars")?;
-                items.push(format!("{k}={v}"));
-            }
-            Ok(items.join(","))
-        }
-        other => scalar(other).ok_or("expected a scalar or a map of scalars"),
+    match (option.kind, value) {
+        (OptionKind::Map, Json::Object(map)) => map
+            .into_iter()
+            .map(|(k, v)| {
+                scalar(&v)
+                    .map(|v| (k, v))
+                    .ok_or("expected a map of scalars")
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(OptionValue::Map)
+            .map_err(str::to_owned),
+        (OptionKind::Map, Json::String(text)) => option_from_text(option, &text),
+        (OptionKind::Map, _) => Err("expected a map".to_owned()),
+        (_, value) => match scalar(&value) {
+            Some(text) => option_from_text(option, &text),
+            None => Err("expected a scalar".to_owned()),
+        },
     }
 }

@@ -59,7 +59,10 @@ fn collector_flags() {
     );
     let c = run(&["--collector.infiniband.device-exclude", "^mlx5_[89]$"]).unwrap();
     assert_eq!(
-        c.collection.collectors[0].options["device-exclude"],
+        c.collection.collectors[0]
+            .options
+            .get("device-exclude")
+            .unwrap(),
         "^mlx5_[89]$"
     );
 }
@@ -75,7 +78,10 @@ fn file_then_flags() {
     assert_eq!(c.collection.roots.sysfs, PathBuf::from("/host/sys"));
     assert!(!c.collection.collectors[0].enabled);
     assert_eq!(
-        c.collection.collectors[0].options["device-include"],
+        c.collection.collectors[0]
+            .options
+            .get("device-include")
+            .unwrap(),
         "mlx5_.*"
     );
     let c = run(&[
@@ -142,7 +148,10 @@ fn the_example_config_file_is_valid() {
     assert_eq!(c.web.listen_address, ":9477");
     assert_eq!(c.collection.timeout_offset, Duration::from_millis(500));
     assert_eq!(
-        c.collection.collectors[0].options["device-exclude"],
+        c.collection.collectors[0]
+            .options
+            .get("device-exclude")
+            .unwrap(),
         "^(mlx5_bond_.*)$"
     );
     let scheduler = crate::build_scheduler(&c).unwrap();
@@ -162,7 +171,10 @@ fn the_example_config_file_is_valid() {
         ]
     );
     assert_eq!(
-        c.collection.collectors[6].options["rail-exclude"],
+        c.collection.collectors[6]
+            .options
+            .get("rail-exclude")
+            .unwrap(),
         "^0000:0c:00\\.0$"
     );
 }
@@ -252,8 +264,11 @@ fn map_options_from_the_file() {
     );
     let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
     assert_eq!(
-        c.collection.collectors[6].options["rails"],
-        "0000:18:00.0=0,mlx5_1=1"
+        c.collection.collectors[6].options.map("rails").unwrap(),
+        [
+            ("0000:18:00.0".to_owned(), "0".to_owned()),
+            ("mlx5_1".to_owned(), "1".to_owned())
+        ]
     );
     crate::build_scheduler(&c).unwrap();
     let bad = write_config("collectors:\n  topology:\n    rails:\n      mlx5_1: one\n");
@@ -499,5 +514,57 @@ fn the_manual_lists_every_flag() {
             known,
             "docs/configuration.md documents --{flag}, which railscope does not have"
         );
+    }
+}
+
+#[test]
+fn collector_options_are_typed_by_their_kind() {
+    // A map option from a flag is parsed once into pairs; a bad one names the flag at start.
+    let c = run(&["--collector.topology.rails", "mlx5_0=0, mlx5_1=1"]).unwrap();
+    assert_eq!(
+        c.collection.collectors[6].options.map("rails").unwrap(),
+        [
+            ("mlx5_0".to_owned(), "0".to_owned()),
+            ("mlx5_1".to_owned(), "1".to_owned())
+        ]
+    );
+    for (args, field) in [
+        (
+            &["--collector.topology.rails", "mlx5_0"][..],
+            "--collector.topology.rails (collectors.topology.rails)",
+        ),
+        (
+            &["--collector.infiniband.hw-counters-source", "firmware"][..],
+            "--collector.infiniband.hw-counters-source (collectors.infiniband.hw-counters-source)",
+        ),
+    ] {
+        let err = run(args).unwrap_err();
+        assert_eq!(err.field, field, "{args:?}");
+    }
+    // From the file: a map stays a map (keys holding '=' or ',' are not split), a choice is
+    // checked, a map where a scalar belongs is refused.
+    let file = write_config(
+        "collectors:\n  topology:\n    rails:\n      \"a=b,c\": 2\n  infiniband:\n    hw-counters-source: sysfs\n",
+    );
+    let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
+    assert_eq!(
+        c.collection.collectors[6].options.map("rails").unwrap(),
+        [("a=b,c".to_owned(), "2".to_owned())]
+    );
+    assert_eq!(
+        c.collection.collectors[0]
+            .options
+            .get("hw-counters-source")
+            .unwrap(),
+        "sysfs"
+    );
+    for text in [
+        "collectors:\n  infiniband:\n    hw-counters-source: firmware\n",
+        "collectors:\n  infiniband:\n    device-include:\n      a: b\n",
+        "collectors:\n  topology:\n    rails: [1, 2]\n",
+    ] {
+        let file = write_config(text);
+        let err = run(&["--config.file", file.path().to_str().unwrap()]).unwrap_err();
+        assert!(err.field.starts_with("--collector."), "{text}: {err}");
     }
 }

@@ -503,7 +503,7 @@ fn the_metrics_include_option_is_registered_and_validated() {
     );
     let roots = Roots::default();
     let mut options = OptionValues::new();
-    options.insert("metrics-include".into(), "(".into());
+    options.insert("metrics-include", "(");
     let err = EthtoolSource::build(&crate::source::Build {
         roots: &roots,
         fs: Arc::new(RealFs),

@@ -28,7 +28,8 @@ use crate::fs::{Fs, Roots};
 use crate::pcie::{self, Level, PciPath};
 use crate::run::Run;
 use crate::source::{
-    Build, OptionKind, OptionSpec, Report, Source, SourceBuildError, Spec, regex_option,
+    Build, OptionKind, OptionSpec, OptionValue, Report, Source, SourceBuildError, Spec,
+    regex_option,
 };
 
 /// The registry entry of this source.
@@ -52,15 +53,19 @@ pub const SPEC: Spec = Spec {
 
 /// Parses `KEY=RAIL,KEY=RAIL`.
 pub fn parse_rail_map(text: &str) -> Result<BTreeMap<String, u32>, String> {
+    let pairs =
+        crate::source::parse_map_text(text).map_err(|e| e.replace("KEY=VALUE", "KEY=RAIL"))?;
+    rail_map(&pairs)
+}
+
+/// The rails of `--collector.topology.rails`' pairs: each key's rail a number from 0.
+pub fn rail_map(pairs: &[(String, String)]) -> Result<BTreeMap<String, u32>, String> {
     let mut map = BTreeMap::new();
-    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (key, rail) = item
-            .split_once('=')
-            .ok_or_else(|| format!("{item:?} is not KEY=RAIL"))?;
+    for (key, rail) in pairs {
         let rail: u32 = rail
             .trim()
             .parse()
-            .map_err(|_| format!("{item:?}: the rail must be a number from 0"))?;
+            .map_err(|_| format!("\"{key}={rail}\": the rail must be a number from 0"))?;
         if map.insert(key.trim().to_owned(), rail).is_some() {
             return Err(format!("{:?} is given twice", key.trim()));
         }
@@ -198,8 +203,14 @@ impl Source for TopologySource {
 
     fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
         let (roots, fs, options) = (from.roots, Arc::clone(&from.fs), from.options);
-        let rails = match options.get("rails") {
-            Some(text) if !text.trim().is_empty() => {
+        let rails = match options.value("rails") {
+            Some(OptionValue::Map(pairs)) if !pairs.is_empty() => {
+                Some(rail_map(pairs).map_err(|reason| SourceBuildError {
+                    option: "rails".into(),
+                    reason,
+                })?)
+            }
+            Some(OptionValue::Text(text)) if !text.trim().is_empty() => {
                 Some(parse_rail_map(text).map_err(|reason| SourceBuildError {
                     option: "rails".into(),
                     reason,
