@@ -80,53 +80,42 @@ fn doctor_rules_agree_with_the_unchanged_config() {
     );
 }
 
-#[test]
-fn roce_mtu_changed_in_the_config_only_makes_doctor_rules_stale() {
+/// Changes `from` to `to` in a copy of the mixin's config, and asserts that the check of this
+/// checkout's files then fails naming doctor's file.
+fn changed_in_the_config_only_makes_doctor_rules_stale(from: &str, to: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mixin = copy_mixin(dir.path());
-    edit_config(&mixin, "roceMTUBytes: 4096,", "roceMTUBytes: 2048,");
+    edit_config(&mixin, from, to);
     let out = check(&mixin);
     assert!(!out.status.success(), "the check passed:\n{}", said(&out));
     assert!(
         stale(&out, DOCTOR_RULES),
         "{DOCTOR_RULES} not named:\n{}",
         said(&out)
+    );
+}
+
+#[test]
+fn roce_mtu_changed_in_the_config_only_makes_doctor_rules_stale() {
+    changed_in_the_config_only_makes_doctor_rules_stale(
+        "roceMTUBytes: 4096,",
+        "roceMTUBytes: 2048,",
     );
 }
 
 #[test]
 fn xid_class_changed_in_the_config_only_makes_doctor_rules_stale() {
-    let dir = tempfile::tempdir().unwrap();
-    let mixin = copy_mixin(dir.path());
-    edit_config(
-        &mixin,
+    changed_in_the_config_only_makes_doctor_rules_stale(
         "warning: [92, 94, 154],",
         "warning: [92, 94, 154, 999],",
-    );
-    let out = check(&mixin);
-    assert!(!out.status.success(), "the check passed:\n{}", said(&out));
-    assert!(
-        stale(&out, DOCTOR_RULES),
-        "{DOCTOR_RULES} not named:\n{}",
-        said(&out)
     );
 }
 
 #[test]
 fn memlock_floor_changed_in_the_config_only_makes_doctor_rules_stale() {
-    let dir = tempfile::tempdir().unwrap();
-    let mixin = copy_mixin(dir.path());
-    edit_config(
-        &mixin,
+    changed_in_the_config_only_makes_doctor_rules_stale(
         "memlockBytes: 1073741824,",
         "memlockBytes: 2147483648,",
-    );
-    let out = check(&mixin);
-    assert!(!out.status.success(), "the check passed:\n{}", said(&out));
-    assert!(
-        stale(&out, DOCTOR_RULES),
-        "{DOCTOR_RULES} not named:\n{}",
-        said(&out)
     );
 }
 
