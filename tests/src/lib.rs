@@ -626,15 +626,13 @@ pub fn normalize(text: &str) -> String {
 /// Runs `promtool check metrics` on `text`; panics with its output on failure or when
 /// promtool is missing (a missing tool is a failure, never a skip).
 pub fn promtool_check_metrics(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run promtool ({e}); install the Debian package `prometheus`")
-        });
+    let mut child = spawn(
+        Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     child
         .stdin
         .take()
@@ -741,16 +739,24 @@ pub const TOOLS: &[(&str, &str)] = &[
 /// Runs `cmd` and returns its output; a program that is not there is [`missing_tool`], naming
 /// its package from [`TOOLS`].
 pub fn output(cmd: &mut Command) -> std::process::Output {
-    cmd.output().unwrap_or_else(|e| {
-        let program = cmd.get_program().to_string_lossy().into_owned();
-        let name = program.rsplit('/').next().unwrap_or_default();
-        match TOOLS.iter().find(|(tool, _)| *tool == name) {
-            Some((_, install)) if e.kind() == std::io::ErrorKind::NotFound => {
-                missing_tool(&program, install)
-            }
-            _ => panic!("cannot run {cmd:?}: {e}"),
+    cmd.output().unwrap_or_else(|e| cannot_run(cmd, &e))
+}
+
+/// Starts `cmd`; like [`output`], a tool of [`TOOLS`] that is not installed is
+/// [`missing_tool`], naming its package.
+pub fn spawn(cmd: &mut Command) -> std::process::Child {
+    cmd.spawn().unwrap_or_else(|e| cannot_run(cmd, &e))
+}
+
+fn cannot_run(cmd: &Command, e: &std::io::Error) -> ! {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let name = program.rsplit('/').next().unwrap_or_default();
+    match TOOLS.iter().find(|(tool, _)| *tool == name) {
+        Some((_, install)) if e.kind() == std::io::ErrorKind::NotFound => {
+            missing_tool(&program, install)
         }
-    })
+        _ => panic!("cannot run {cmd:?}: {e}"),
+    }
 }
 
 /// Whether `command args…` runs and succeeds, its output discarded.

@@ -15,10 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Runs `ip` with `args`; panics with its output when it fails, and names the package when it
 /// is missing (a missing tool is a failure, never a skip).
 pub fn ip(args: &[&str]) -> Output {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `ip` ({e}); install the Debian package iproute2"));
+    let out = crate::output(Command::new("ip").args(args));
     assert!(
         out.status.success(),
         "ip {}: {}{}",
@@ -131,15 +128,13 @@ pub struct Relay {
 impl Relay {
     /// Starts the relay inside `ns`, asking `addr` (`127.0.0.1:9477`).
     pub fn start(ns: &Netns, addr: &str) -> Relay {
-        let mut child = ns
-            .command("python3")
-            .args(["-c", RELAY])
+        let mut cmd = ns.command("python3");
+        cmd.args(["-c", RELAY])
             .env("RAILSCOPE_RELAY_ADDR", addr)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run ip ({e}); install the Debian package iproute2"));
+            .stderr(Stdio::null());
+        let mut child = crate::spawn(&mut cmd);
         let to_relay = child.stdin.take().unwrap();
         let from_relay = BufReader::new(child.stdout.take().unwrap());
         Relay {

@@ -42,13 +42,13 @@ const COLLECTORS: [&str; 3] = ["netdev", "ethtool", "dcb"];
 
 /// Runs `commands` (one a line) with `ip -n <namespace> -batch -`.
 fn ip_batch(ns: &Netns, commands: &str) {
-    let mut child = Command::new("ip")
-        .args(["-n", ns.name(), "-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run ip ({e}); install the Debian package iproute2"));
+    let mut child = railscope_tests::spawn(
+        Command::new("ip")
+            .args(["-n", ns.name(), "-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     child
         .stdin
         .take()

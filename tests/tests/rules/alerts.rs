@@ -8,13 +8,11 @@ use std::process::Command;
 use railscope_tests::{shipped_alerts, workspace};
 
 fn promtool(args: &[&str]) -> String {
-    let out = Command::new("promtool")
-        .args(args)
-        .current_dir(workspace().join("alerts"))
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run promtool ({e}); install the Debian package `prometheus`")
-        });
+    let out = railscope_tests::output(
+        Command::new("promtool")
+            .args(args)
+            .current_dir(workspace().join("alerts")),
+    );
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -529,14 +529,12 @@ fn every_query_parses() {
     }
     let path = dir.path().join("dashboards.rules.yml");
     std::fs::write(&path, yaml).unwrap();
-    let out = Command::new("promtool")
-        .arg("check")
-        .arg("rules")
-        .arg(&path)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run promtool ({e}); install the Debian package `prometheus`")
-        });
+    let out = railscope_tests::output(
+        Command::new("promtool")
+            .arg("check")
+            .arg("rules")
+            .arg(&path),
+    );
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -95,13 +95,8 @@ fn every_parameter_reaches_every_rule() {
     );
     assert!(out.status.success(), "render failed:\n{}", said(&out));
     let file = dir.path().join("out/railscope.rules.yml");
-    let check = Command::new("promtool")
-        .args(["check", "rules"])
-        .arg(&file)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run promtool ({e}); install the Debian package prometheus")
-        });
+    let check =
+        railscope_tests::output(Command::new("promtool").args(["check", "rules"]).arg(&file));
     assert!(check.status.success(), "{}", said(&check));
 
     let rules = rules_of(&file);
