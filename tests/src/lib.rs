@@ -626,20 +626,7 @@ pub fn normalize(text: &str) -> String {
 /// Runs `promtool check metrics` on `text`; panics with its output on failure or when
 /// promtool is missing (a missing tool is a failure, never a skip).
 pub fn promtool_check_metrics(text: &str) {
-    let mut child = spawn(
-        Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_input(Command::new("promtool").args(["check", "metrics"]), text);
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -742,6 +729,23 @@ pub fn output(cmd: &mut Command) -> std::process::Output {
     cmd.output().unwrap_or_else(|e| cannot_run(cmd, &e))
 }
 
+/// Runs `cmd` with `input` on its standard input and returns its output; like [`output`], a
+/// tool of [`TOOLS`] that is not installed is [`missing_tool`], naming its package.
+pub fn output_with_input(cmd: &mut Command, input: &str) -> std::process::Output {
+    let mut child = spawn(
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Starts `cmd`; like [`output`], a tool of [`TOOLS`] that is not installed is
 /// [`missing_tool`], naming its package.
 pub fn spawn(cmd: &mut Command) -> std::process::Child {
@@ -805,23 +809,13 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
 
 /// YAML (one or more documents) as JSON, through PyYAML (Debian: python3-yaml).
 pub fn yaml_to_json(yaml: &str) -> serde_json::Value {
-    let mut child = Command::new("python3")
-        .args([
+    let out = output_with_input(
+        Command::new("python3").args([
             "-c",
             "import json, sys, yaml; json.dump(list(yaml.safe_load_all(sys.stdin)), sys.stdout)",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run python3 ({e}); install python3 and python3-yaml"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(yaml.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        ]),
+        yaml,
+    );
     assert!(
         out.status.success(),
         "python3 with PyYAML failed (install python3-yaml):\n{}",

@@ -25,8 +25,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use railscope_tests::netns::Netns;
@@ -42,20 +41,10 @@ const COLLECTORS: [&str; 3] = ["netdev", "ethtool", "dcb"];
 
 /// Runs `commands` (one a line) with `ip -n <namespace> -batch -`.
 fn ip_batch(ns: &Netns, commands: &str) {
-    let mut child = railscope_tests::spawn(
-        Command::new("ip")
-            .args(["-n", ns.name(), "-batch", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
+    let out = railscope_tests::output_with_input(
+        Command::new("ip").args(["-n", ns.name(), "-batch", "-"]),
+        commands,
     );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(commands.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "ip -batch failed on {commands:?}: {}",
