@@ -41,6 +41,10 @@ pub struct Collection {
     pub outcomes: Vec<std::sync::Arc<SourceOutcome>>,
     /// The collection's sequence number (1 for the first).
     pub sequence: u64,
+    /// Devices whose reads were blocked when the collection started, so its sources skipped
+    /// them: a scrape names them as blocked even when they returned meanwhile, so that a device
+    /// missing from a scrape is always named in it.
+    pub blocked_at_start: Vec<BlockedDevice>,
 }
 
 /// Cumulative counters the scheduler keeps across collections.

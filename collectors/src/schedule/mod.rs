@@ -107,6 +107,7 @@ enum Ran {
 struct Inflight {
     sequence: u64,
     started: Instant,
+    blocked_at_start: Vec<crate::fs::BlockedDevice>,
     deadline: Arc<Deadline>,
     board: Mutex<Vec<Option<Arc<SourceOutcome>>>>,
     done: AtomicBool,
@@ -162,6 +163,7 @@ impl Inflight {
                 })
                 .collect(),
             sequence: self.sequence,
+            blocked_at_start: self.blocked_at_start.clone(),
         }
     }
 }
@@ -304,6 +306,11 @@ impl Scheduler {
         let inflight = Arc::new(Inflight {
             sequence,
             started: Instant::now(),
+            blocked_at_start: self
+                .collectors
+                .as_ref()
+                .map(Collectors::blocked)
+                .unwrap_or_default(),
             deadline: Arc::new(Deadline::new(deadline)),
             board: Mutex::new(vec![None; self.slots.len()]),
             done: AtomicBool::new(self.slots.is_empty()),
