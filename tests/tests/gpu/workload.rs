@@ -414,7 +414,7 @@ fn a_kubelet_that_starts_later_is_picked_up() {
     assert_eq!(held(&s).len(), 1);
 }
 
-/// The process scan on a procfs tree with a Slurm job (two cgroup layouts), two pods (both
+/// The process scan on a procfs tree with Slurm jobs (three cgroup layouts, a SLUID among them), two pods (both
 /// kubelet cgroup drivers), a service and a login session (`tests/fixtures/workload-procfs`,
 /// whose `expected.json` says what each process is), with the fake NVML's running processes:
 /// each device node is attributed to its workload, GPUs by minor number and, in MIG mode, by
@@ -508,6 +508,8 @@ fn processes_are_attributed_to_their_job_pod_unit_or_session() {
             r(["session", "session-3.scope", "uverbs2", "", "", "mlx5_2"]),
             r(["slurm", "73512", "nvidia0", "0", "9", ""]),
             r(["slurm", "73512", "uverbs0", "", "", "mlx5_0"]),
+            // Slurm 26.05 names the job's cgroup by its SLUID; GPU 3 is not on NVML either.
+            r(["slurm", "sEKNKTV3WPV500", "nvidia3", "", "", ""]),
         ]
     );
     // Cross-check with what the fixture says of each process.

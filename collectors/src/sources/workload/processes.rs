@@ -18,7 +18,9 @@ pub const SCAN_EVERY: Duration = Duration::from_secs(30);
 /// What a process's cgroup says it belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
-    /// A Slurm job (`job_<id>` under slurmstepd's or `/slurm/`'s tree).
+    /// A Slurm job: `job_<id>` under slurmstepd's scope (cgroup v2) or `/slurm/`'s tree
+    /// (cgroup v1), or the job's SLUID under the scope (cgroup v2 from Slurm 26.05 on, where
+    /// it is the default); see [`classify`].
     Slurm,
     /// A Kubernetes pod (`kubepods…pod<uid>`).
     Kubernetes,
@@ -62,6 +64,19 @@ pub struct Process {
 }
 
 /// Classifies a cgroup v2 path (`/kubepods.slice/…`).
+///
+/// Slurm's jobs live in one of these trees (Slurm's `src/plugins/cgroup/v1` and `v2`,
+/// `cgroup_p_step_create`):
+///
+/// * cgroup v1: `/slurm/uid_<uid>/job_<id>/step_<step>/task_<n>`, `/slurm_<node>/…` in a
+///   multiple-slurmd build;
+/// * cgroup v2: `/<CgroupSlice>/[<node>_]slurmstepd.scope/<job>/step_<step>/{slurm,user/task_<n>}`,
+///   where `<job>` is `job_<id>` before Slurm 26.05 (and from 26.05 on with
+///   `CgroupJobIdPaths=yes`), and otherwise the job's SLUID: `s` and 13 characters of
+///   Crockford's base32 (`sEKNKTV3WPV500`, `print_sluid` in `src/common/sluid.c`). A SLUID
+///   holds no job id (it is the cluster id, a timestamp and a sequence number), so the
+///   workload is named by the SLUID itself, as `sacct` and `squeue` print it. The scope's
+///   `system` directory is slurmstepd's waiting area, not a job.
 pub fn classify(path: &str) -> (Kind, String) {
     // In a container's cgroup namespace the host's path shows relative to the agent's own
     // cgroup (`/../../kubepods.slice/…`): the `..` lead nothing.
@@ -69,9 +84,10 @@ pub fn classify(path: &str) -> (Kind, String) {
         .split('/')
         .filter(|s| !s.is_empty() && *s != "..")
         .collect();
-    let slurm = segments
+    let scope = segments
         .iter()
-        .any(|s| s.starts_with("slurm") || *s == "slurmstepd.scope");
+        .position(|s| s.ends_with("slurmstepd.scope"));
+    let slurm = scope.is_some() || segments.iter().any(|s| s.starts_with("slurm"));
     if slurm
         && let Some(job) = segments.iter().find_map(|s| {
             s.strip_prefix("job_")
@@ -79,6 +95,12 @@ pub fn classify(path: &str) -> (Kind, String) {
         })
     {
         return (Kind::Slurm, job.to_owned());
+    }
+    if let Some(job) = scope
+        .and_then(|i| segments.get(i + 1))
+        .filter(|s| is_sluid(s))
+    {
+        return (Kind::Slurm, (*job).to_owned());
     }
     if segments.first().is_some_and(|s| s.starts_with("kubepods")) {
         // systemd driver: `kubepods-burstable-pod<uid with _>.slice`; cgroupfs: `pod<uid>`.
@@ -105,6 +127,21 @@ pub fn classify(path: &str) -> (Kind, String) {
         }
         _ => (Kind::Other, String::new()),
     }
+}
+
+/// Whether `name` is a SLUID as Slurm prints one: `s` and 13 characters of Crockford's
+/// base32 alphabet (digits and capitals without I, L, O and U). The 65 bits of 13
+/// characters hold a 64-bit value, so the first of them is at most `F`. Slurm reads either
+/// case back (`str2sluid`); it writes capitals.
+fn is_sluid(name: &str) -> bool {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let bytes = name.as_bytes();
+    bytes.len() == 14
+        && matches!(bytes[0], b's' | b'S')
+        && bytes[1].to_ascii_uppercase() <= b'F'
+        && bytes[1..]
+            .iter()
+            .all(|b| ALPHABET.contains(&b.to_ascii_uppercase()))
 }
 
 /// The cgroup v2 path of a `/proc/<pid>/cgroup` (`0::/path`).
@@ -205,6 +242,64 @@ mod tests {
                 Kind::Slurm,
                 "73512",
             ),
+            // Slurm 26.05's default: the job directory is the SLUID (cgroup.conf(5),
+            // CgroupJobIdPaths).
+            (
+                "/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_0/user/task_0",
+                Kind::Slurm,
+                "sEKNKTV3WPV500",
+            ),
+            (
+                "/system.slice/slurmstepd.scope/sBR1JB8J1YM400/step_batch/slurm",
+                Kind::Slurm,
+                "sBR1JB8J1YM400",
+            ),
+            (
+                "/system.slice/slurmstepd.scope/job_123/step_extern/user/task_special",
+                Kind::Slurm,
+                "123",
+            ),
+            // A multiple-slurmd build names the scope after the node; CgroupSlice moves it.
+            (
+                "/system.slice/node07_slurmstepd.scope/sEKNKTV3WPV500/step_0/user/task_0",
+                Kind::Slurm,
+                "sEKNKTV3WPV500",
+            ),
+            (
+                "/slurm.slice/slurmstepd.scope/job_73512/step_0/user/task_0",
+                Kind::Slurm,
+                "73512",
+            ),
+            (
+                "/slurm_node07/uid_1000/job_73512/step_0/task_0",
+                Kind::Slurm,
+                "73512",
+            ),
+            // slurmstepd's waiting area and slurmd itself are no job.
+            ("/system.slice/slurmstepd.scope/system", Kind::Other, ""),
+            (
+                "/system.slice/gamba1_slurmstepd.scope/slurmd",
+                Kind::Other,
+                "",
+            ),
+            // Not a SLUID: too short, a letter outside the alphabet, or too large a value.
+            (
+                "/system.slice/slurmstepd.scope/sEKNKTV3WPV50/step_0",
+                Kind::Other,
+                "",
+            ),
+            (
+                "/system.slice/slurmstepd.scope/sEKNKTV3WPVU00/step_0",
+                Kind::Other,
+                "",
+            ),
+            (
+                "/system.slice/slurmstepd.scope/sZKNKTV3WPV500/step_0",
+                Kind::Other,
+                "",
+            ),
+            // A SLUID-like name outside slurmstepd's scope is not a job.
+            ("/system.slice/sEKNKTV3WPV500/step_0", Kind::Other, ""),
             (
                 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1f2e3d4c_5b6a_4789_8abc_def012345678.slice/cri-containerd-0123.scope",
                 Kind::Kubernetes,
