@@ -592,6 +592,7 @@ pub fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
 pub const VOLATILE_FAMILIES: &[&str] = &[
     "railscope_build_info",
     "railscope_collector_duration_seconds",
+    "railscope_collector_runs_total",
     "railscope_collections_total",
     "railscope_scrape_requests_total",
     "railscope_open_files_kept",

@@ -2,6 +2,7 @@
 //! real clients, and load.
 //!
 //! * [`http`]: endpoints, content negotiation, gzip, start-up errors, SIGTERM.
+//! * [`filters`]: `collect[]` and `exclude[]` on the metrics path.
 //! * [`web`]: TLS, basic auth, client certificates, limits, reloads.
 //! * [`load`]: bursts beyond `--web.max-requests` and long keep-alive sequences.
 //!
@@ -9,6 +10,7 @@
 //! `cargo test -p railscope-tests --test surface http::`, and one test with
 //! `cargo test -p railscope-tests --test surface -- --exact http::<test name>`.
 
+mod filters;
 mod http;
 mod load;
 mod web;
