@@ -440,12 +440,12 @@ async fn not_found(method: Method) -> Response {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// for a few seconds. TLS when the web config at start has it (the handshake uses the
+/// Serves `app` on every listener of `listeners` until `shutdown` resolves, then lets
+/// requests in flight on any of them finish for a few seconds. TLS when the web config at start has it (the handshake uses the
 /// configuration in force when the connection arrives, so a reloaded certificate applies
 /// to new connections).
 pub(crate) async fn serve(
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     app: Router,
     web: Arc<WebState>,
     limits: Limits,
@@ -458,9 +458,10 @@ pub(crate) async fn serve(
     let mut reload = tokio::time::interval(Duration::from_secs(1));
     reload.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
+    let mut next = 0usize;
     loop {
         let (stream, _peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = accept(&listeners, &mut next) => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
                     // EMFILE and friends: back off instead of spinning.
@@ -515,6 +516,25 @@ pub(crate) async fn serve(
         tracing::warn!("Requests still in flight at shutdown were cut off.");
     }
     Ok(())
+}
+
+/// The next connection on any of `listeners`, looking at them in turn from `next` so that
+/// a busy one does not starve the others.
+fn accept<'a>(
+    listeners: &'a [TcpListener],
+    next: &'a mut usize,
+) -> impl Future<Output = io::Result<(tokio::net::TcpStream, SocketAddr)>> + 'a {
+    std::future::poll_fn(move |cx| {
+        let count = listeners.len();
+        for step in 0..count {
+            let index = (*next + step) % count;
+            if let Poll::Ready(accepted) = listeners[index].poll_accept(cx) {
+                *next = (index + 1) % count;
+                return Poll::Ready(accepted);
+            }
+        }
+        Poll::Pending
+    })
 }
 
 async fn serve_connection<I>(

@@ -3,6 +3,7 @@
 //!
 //! * [`http`]: endpoints, content negotiation, gzip, start-up errors, SIGTERM.
 //! * [`filters`]: `collect[]` and `exclude[]` on the metrics path.
+//! * [`listeners`]: repeated listen addresses and systemd socket activation.
 //! * [`web`]: TLS, basic auth, client certificates, limits, reloads.
 //! * [`load`]: bursts beyond `--web.max-requests` and long keep-alive sequences.
 //!
@@ -12,5 +13,6 @@
 
 mod filters;
 mod http;
+mod listeners;
 mod load;
 mod web;
