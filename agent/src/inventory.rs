@@ -9,7 +9,8 @@
 //! infiniband collector reports), `rdma_port_up` (of those, ACTIVE and LinkUp, at the
 //! expected rate and width where given) and `nvlink_up` (NVLinks up). A kind's present count
 //! is exported only when its collector completed: a collector that failed says so itself
-//! (`railscope_collector_success`), and a count of 0 from it would be a false page.
+//! (`railscope_collector_success`), and a count of 0 from it would be a false page. So is a
+//! kind whose collector a scrape's `collect[]` or `exclude[]` left out.
 
 use railscope_collectors::Collection;
 
@@ -49,17 +50,19 @@ pub(crate) fn families(
     expected: &Inventory,
     collection: &Collection,
     families: &[Family],
+    selection: &crate::mapping::Selection,
 ) -> Vec<Family> {
     if expected.is_empty() {
         return Vec::new();
     }
-    // Whether a source completed, and produced data.
+    // Whether a source completed, and produced data this scrape exposes.
     let ran = |source: &str| {
-        collection
-            .outcomes
-            .iter()
-            .find(|o| o.name == source)
-            .is_some_and(|o| o.success)
+        selection.admits(source)
+            && collection
+                .outcomes
+                .iter()
+                .find(|o| o.name == source)
+                .is_some_and(|o| o.success)
     };
     let mut want = Family::gauge(
         "railscope_inventory_expected",

@@ -51,7 +51,7 @@ pub enum RunError {
     /// whole story: no `#[source]`, so that `{:#}` does not print it twice.
     #[error("invalid configuration: {}", .0.error)]
     Config(Invalid),
-    /// The listen address could not be bound.
+    /// A listen address could not be bound.
     #[error("failed to listen on {address}: {source}")]
     Listen {
         /// The address.
@@ -59,6 +59,9 @@ pub enum RunError {
         /// Why.
         source: std::io::Error,
     },
+    /// `--web.systemd-socket`, and the sockets systemd passed cannot be served.
+    #[error("--web.systemd-socket: {0}")]
+    Activation(String),
     /// The async runtime or server failed.
     #[error("server failed: {0}")]
     Server(#[from] std::io::Error),
@@ -120,6 +123,13 @@ where
             return Ok(Outcome::Exit(doctor::run(&config, &options)));
         }
     };
+    // Before any thread starts: the passed sockets' variables are removed from the
+    // environment.
+    let activated = if config.web.systemd_socket {
+        Some(http::activation::take().map_err(|e| RunError::Activation(e.to_string()))?)
+    } else {
+        None
+    };
     process::tune_allocator();
     let scheduler = Arc::new(build_scheduler(&config)?);
     let web = Arc::new(load_web_config(&config)?);
@@ -137,7 +147,7 @@ where
         .thread_name("railscope")
         .enable_all()
         .build()?;
-    runtime.block_on(serve(config, scheduler, web))?;
+    runtime.block_on(serve(config, scheduler, web, activated))?;
     Ok(Outcome::Stopped)
 }
 
@@ -177,23 +187,59 @@ pub(crate) fn load_web_config(config: &Config) -> Result<WebState, ConfigError> 
     Ok(WebState::new(Some(path.clone()), web))
 }
 
+/// The listeners: the sockets systemd passed, or one per listen address, bound in order; the
+/// first address that cannot be bound stops start-up, named.
+async fn listeners(
+    config: &Config,
+    activated: Option<Vec<http::activation::Activated>>,
+) -> Result<Vec<tokio::net::TcpListener>, RunError> {
+    let Some(activated) = activated else {
+        let mut listeners = Vec::new();
+        for address in &config.web.listen_addresses {
+            let listener = server::bind(address)
+                .await
+                .map_err(|source| RunError::Listen {
+                    address: address.clone(),
+                    source,
+                })?;
+            listeners.push(listener);
+        }
+        return Ok(listeners);
+    };
+    let names: Vec<&str> = activated.iter().map(|a| a.name.as_str()).collect();
+    tracing::info!(
+        sockets = names.join(",").as_str(),
+        "Listening on systemd activated listeners instead of port listeners."
+    );
+    let mut listeners = Vec::new();
+    for socket in activated {
+        let listen = |source| RunError::Listen {
+            address: format!("socket-activated {}", socket.name),
+            source,
+        };
+        socket.listener.set_nonblocking(true).map_err(listen)?;
+        listeners.push(tokio::net::TcpListener::from_std(socket.listener).map_err(listen)?);
+    }
+    Ok(listeners)
+}
+
 async fn serve(
     config: Config,
     scheduler: Arc<Scheduler>,
     web: Arc<WebState>,
+    activated: Option<Vec<http::activation::Activated>>,
 ) -> Result<(), RunError> {
-    let listener = server::bind(&config.web.listen_address)
-        .await
-        .map_err(|source| RunError::Listen {
-            address: config.web.listen_address.clone(),
-            source,
-        })?;
-    let local = listener.local_addr()?;
+    let listeners = listeners(&config, activated).await?;
+    let local = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.to_string()))
+        .collect::<Result<Vec<_>, _>>()?
+        .join(",");
     let enabled = scheduler.source_names().join(",");
     tracing::info!(
         version = build_info::VERSION,
         revision = build_info::REVISION,
-        address = %local,
+        address = local.as_str(),
         telemetry_path = config.web.telemetry_path.as_str(),
         sysfs = %config.collection.roots.sysfs.display(),
         procfs = %config.collection.roots.procfs.display(),
@@ -254,7 +300,7 @@ async fn serve(
         warm.ready.store(true, std::sync::atomic::Ordering::Release);
     });
     server::serve(
-        listener,
+        listeners,
         server::router(state),
         web,
         limits,

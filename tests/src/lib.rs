@@ -262,7 +262,7 @@ impl Agent {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+            .unwrap_or_else(|e| cannot_run(&cmd, &e));
         let mut agent = Agent {
             child,
             addr: listen.parse().unwrap(),
@@ -291,6 +291,23 @@ impl Agent {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Starts the agent with `--web.systemd-socket` under `systemd-socket-activate -l
+    /// 127.0.0.1:<free port> <activate…>` (the Debian package systemd), which execs it with the
+    /// socket once a first connection arrives, and waits until `/-/ready` answers 200 on that
+    /// socket. Its own `--web.listen-address` is ignored then, as it must be.
+    pub fn socket_activated(activate: &[&str], args: &[&str]) -> Agent {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let mut cmd = Command::new("systemd-socket-activate");
+        cmd.arg("-l")
+            .arg(&listen)
+            .args(activate)
+            .arg(binary())
+            .arg("--web.systemd-socket");
+        let mut agent = Agent::spawn(cmd, &listen, None, Serving::Healthy, args, &[]);
+        agent.wait_ready();
+        agent
     }
 
     /// Starts the agent against a fixture tree.
@@ -592,6 +609,7 @@ pub fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
 pub const VOLATILE_FAMILIES: &[&str] = &[
     "railscope_build_info",
     "railscope_collector_duration_seconds",
+    "railscope_collector_runs_total",
     "railscope_collections_total",
     "railscope_scrape_requests_total",
     "railscope_open_files_kept",
@@ -707,6 +725,7 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("python3", "the Debian packages python3 and python3-yaml"),
     ("ip", "the Debian package iproute2"),
     ("systemd-analyze", "the Debian package systemd"),
+    ("systemd-socket-activate", "the Debian package systemd"),
     ("setpriv", "the Debian package util-linux"),
     ("unshare", "the Debian package util-linux"),
     ("dpkg", "the Debian package dpkg"),

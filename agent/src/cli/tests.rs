@@ -26,7 +26,7 @@ fn write_config(text: &str) -> tempfile::NamedTempFile {
 #[test]
 fn defaults() {
     let c = run(&[]).unwrap();
-    assert_eq!(c.web.listen_address, ":9477");
+    assert_eq!(c.web.listen_addresses, [":9477"]);
     assert_eq!(c.web.telemetry_path, "/metrics");
     assert_eq!(c.collection.roots, Roots::default());
     assert_eq!(c.collection.timeout_max, Duration::from_secs(10));
@@ -74,7 +74,7 @@ fn file_then_flags() {
     );
     let path = file.path().to_str().unwrap();
     let c = run(&["--config.file", path]).unwrap();
-    assert_eq!(c.web.listen_address, "127.0.0.1:9999");
+    assert_eq!(c.web.listen_addresses, ["127.0.0.1:9999"]);
     assert_eq!(c.collection.roots.sysfs, PathBuf::from("/host/sys"));
     assert!(!c.collection.collectors[0].enabled);
     assert_eq!(
@@ -92,7 +92,7 @@ fn file_then_flags() {
         "--collector.infiniband",
     ])
     .unwrap();
-    assert_eq!(c.web.listen_address, ":1234");
+    assert_eq!(c.web.listen_addresses, [":1234"]);
     assert!(c.collection.collectors[0].enabled);
 }
 
@@ -145,7 +145,7 @@ fn bad_values_name_the_flag() {
 fn the_example_config_file_is_valid() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/railscope.yml");
     let c = run(&["--config.file", path]).unwrap();
-    assert_eq!(c.web.listen_address, ":9477");
+    assert_eq!(c.web.listen_addresses, [":9477"]);
     assert_eq!(c.collection.timeout_offset, Duration::from_millis(500));
     assert_eq!(
         c.collection.collectors[0]

@@ -50,6 +50,8 @@ pub(crate) struct Setting<T> {
     pub(crate) check: Option<fn(&T) -> bool>,
     /// Hidden from `--help`.
     pub(crate) hidden: bool,
+    /// Given more than once, each value counts (and the file's key takes a list).
+    pub(crate) repeated: bool,
     pub(crate) kind: PhantomData<fn() -> T>,
 }
 
@@ -69,6 +71,7 @@ impl<T: Value> Setting<T> {
             expected,
             check: None,
             hidden: false,
+            repeated: false,
             kind: PhantomData,
         }
     }
@@ -91,6 +94,12 @@ impl<T: Value> Setting<T> {
         self
     }
 
+    /// The same, repeatable: read it with [`Setting::get_all`].
+    pub(crate) const fn repeated(mut self) -> Setting<T> {
+        self.repeated = true;
+        self
+    }
+
     /// Its flag for clap.
     pub(crate) fn arg(&self) -> Arg {
         let arg = Arg::new(self.flag)
@@ -98,6 +107,11 @@ impl<T: Value> Setting<T> {
             .value_name("VALUE")
             .help(self.help)
             .hide(self.hidden);
+        let arg = if self.repeated {
+            arg.action(ArgAction::Append)
+        } else {
+            arg
+        };
         match self.default {
             Some(default) => arg.default_value(default),
             None => arg,
@@ -155,6 +169,48 @@ impl<T: Value> Setting<T> {
         match self.check {
             Some(check) if !check(&value) => Err(self.error(Rejected::default())),
             _ => Ok(Some(value)),
+        }
+    }
+
+    /// Every value of a repeated setting: the command line's if given there (each
+    /// occurrence one value), else the file's (one value or a list), else the default.
+    pub(crate) fn get_all(
+        &self,
+        matches: &ArgMatches,
+        file: &mut File,
+    ) -> Result<Vec<T>, ConfigError> {
+        let from_file = if self.key.is_empty() {
+            None
+        } else {
+            file.take(self.key)
+        };
+        let values = if self.on_command_line(matches) {
+            matches
+                .get_many::<String>(self.flag)
+                .into_iter()
+                .flatten()
+                .map(|text| T::from_text(text).map_err(|r| self.error(r)))
+                .collect::<Result<Vec<T>, _>>()?
+        } else if let Some(value) = from_file {
+            let items = match value {
+                Json::Array(items) => items,
+                one => vec![one],
+            };
+            if items.is_empty() {
+                return Err(self.error(reject("expected at least one value")));
+            }
+            items
+                .into_iter()
+                .map(|item| T::from_file(item).map_err(|r| self.error(r)))
+                .collect::<Result<Vec<T>, _>>()?
+        } else if let Some(default) = self.default {
+            vec![T::from_text(default).map_err(|r| self.error(r))?]
+        } else {
+            Vec::new()
+        };
+        match self.check {
+            Some(check) if !values.iter().all(check) => Err(self.error(Rejected::default())),
+            _ => Ok(values),
         }
     }
 

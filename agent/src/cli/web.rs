@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{ArgMatches, Command};
 
 use super::error::ConfigError;
-use super::value::{File, Rejected, Setting, positive, reject};
+use super::value::{File, Rejected, Setting, Switch, positive, reject};
 
 /// Default listen address.
 pub(crate) const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
@@ -14,10 +14,16 @@ pub(crate) const DEFAULT_LISTEN_ADDRESS: &str = ":9477";
 const LISTEN_ADDRESS: Setting<String> = Setting::new(
     "web.listen-address",
     "web.listen-address",
-    "Address on which to expose metrics and the web interface",
+    "Address on which to expose metrics and the web interface; repeatable, one listener each (the config file's key takes a list)",
     "expected [host]:port",
 )
-.default(DEFAULT_LISTEN_ADDRESS);
+.default(DEFAULT_LISTEN_ADDRESS)
+.repeated();
+const SYSTEMD_SOCKET: Switch = Switch {
+    flag: "web.systemd-socket",
+    key: "web.systemd-socket",
+    help: "Use the sockets systemd socket activation passes (LISTEN_FDS) instead of --web.listen-address",
+};
 const TELEMETRY_PATH: Setting<String> = Setting::new(
     "web.telemetry-path",
     "web.telemetry-path",
@@ -56,8 +62,9 @@ const REQUEST_TIMEOUT: Setting<Duration> = Setting::new(
 .check(positive);
 
 /// The flags that only serving uses (hidden under `railscope doctor`).
-pub(crate) const SERVING_FLAGS: [&str; 6] = [
+pub(crate) const SERVING_FLAGS: [&str; 7] = [
     LISTEN_ADDRESS.flag,
+    SYSTEMD_SOCKET.flag,
     TELEMETRY_PATH.flag,
     CONFIG_FILE.flag,
     MAX_REQUESTS.flag,
@@ -68,8 +75,10 @@ pub(crate) const SERVING_FLAGS: [&str; 6] = [
 /// The HTTP server's validated settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Web {
-    /// Address to listen on (`:9477`, `127.0.0.1:9477`, `[::1]:9477`).
-    pub(crate) listen_address: String,
+    /// Addresses to listen on, one listener each (`:9477`, `127.0.0.1:9477`, `[::1]:9477`).
+    pub(crate) listen_addresses: Vec<String>,
+    /// Serve on the sockets systemd passes instead of the listen addresses.
+    pub(crate) systemd_socket: bool,
     /// Path of the metrics endpoint.
     pub(crate) telemetry_path: String,
     /// The web configuration file (TLS, basic auth, headers), if any.
@@ -85,6 +94,7 @@ pub(crate) struct Web {
 /// Adds the `--web.*` flags.
 pub(crate) fn args(cmd: Command) -> Command {
     cmd.arg(LISTEN_ADDRESS.arg())
+        .arg(SYSTEMD_SOCKET.arg())
         .arg(TELEMETRY_PATH.arg())
         .arg(CONFIG_FILE.arg().value_name("PATH"))
         .arg(MAX_REQUESTS.arg())
@@ -94,8 +104,11 @@ pub(crate) fn args(cmd: Command) -> Command {
 
 /// The `web` settings from the command line and the file.
 pub(crate) fn from_matches(matches: &ArgMatches, file: &mut File) -> Result<Web, ConfigError> {
-    let listen_address = LISTEN_ADDRESS.get(matches, file)?;
-    validate_listen_address(&listen_address).map_err(|r| LISTEN_ADDRESS.rejected(r))?;
+    let listen_addresses = LISTEN_ADDRESS.get_all(matches, file)?;
+    for address in &listen_addresses {
+        validate_listen_address(address).map_err(|r| LISTEN_ADDRESS.rejected(r))?;
+    }
+    let systemd_socket = SYSTEMD_SOCKET.get(matches, file)?;
     let telemetry_path = TELEMETRY_PATH.get(matches, file)?;
     if !telemetry_path.starts_with('/')
         || telemetry_path == "/"
@@ -111,7 +124,8 @@ pub(crate) fn from_matches(matches: &ArgMatches, file: &mut File) -> Result<Web,
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
     Ok(Web {
-        listen_address,
+        listen_addresses,
+        systemd_socket,
         telemetry_path,
         config_file,
         max_requests: MAX_REQUESTS.get(matches, file)?,

@@ -147,8 +147,13 @@ fn local_facts(config: &Config) -> Result<Facts, Error> {
         scheduler.collect(timeout).await;
         scheduler.collect(timeout).await
     });
-    let families =
-        crate::mapping::families(&collection, &scheduler.totals(), None, &config.expected);
+    let families = crate::mapping::families(
+        &collection,
+        &scheduler.totals(),
+        None,
+        &config.expected,
+        &crate::mapping::Selection::All,
+    );
     Ok(Facts::from_families(&families))
 }
 

@@ -1,6 +1,11 @@
 //! The HTTP server: `/metrics` (or `--web.telemetry-path`), a landing page at `/`,
 //! `/-/healthy` and `/-/ready`, and a clean shutdown on SIGTERM/SIGINT.
 //!
+//! The metrics path takes node_exporter's filters ([`selection`]): `collect[]=<name>` (repeated)
+//! exposes only those collectors, `exclude[]=<name>` every enabled collector but those; a
+//! collector in `collect[]` that is unknown or disabled, or both filters in one request, is a
+//! 400 naming it. The agent's own series stay (`crate::mapping::Selection`).
+//!
 //! [`serve`] is the accept loop: HTTP/1.1 over plain TCP or TLS (rustls, from the web
 //! config), with the limits of [`Limits`]: the TLS handshake and each request head must
 //! arrive within `read_header_timeout` (which also closes idle keep-alive connections),
@@ -19,7 +24,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
@@ -36,7 +41,7 @@ use crate::cli::expected::Inventory;
 use crate::exposition::{self, Format};
 use crate::http::basic_auth::BasicAuth;
 use crate::http::web_config::WebState;
-use crate::mapping;
+use crate::mapping::{self, Selection};
 
 /// The largest request head (request line and headers) read; past it the answer is 431.
 pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -239,13 +244,28 @@ async fn limit_in_flight(
     }
 }
 
-async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+async fn metrics(
+    State(state): State<Arc<AppState>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let enabled = state.scheduler.source_names();
+    let selection = match selection(query.as_deref().unwrap_or(""), &enabled) {
+        Ok(selection) => selection,
+        Err(reason) => {
+            tracing::debug!(reason = reason.as_str(), "Refused a filtered scrape.");
+            return (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response();
+        }
+    };
     let header = headers
         .get("x-prometheus-scrape-timeout-seconds")
         .and_then(|v| v.to_str().ok());
     let timeout = scrape_timeout(header, state.timeout_offset, state.timeout_max);
     let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let collection = state.scheduler.collect(timeout).await;
+    let collection = match selection.runs(&enabled) {
+        None => state.scheduler.collect(timeout).await,
+        Some(runs) => state.scheduler.collect_only(timeout, &runs).await,
+    };
     state.ready.store(true, Ordering::Release);
     let totals = state.scheduler.totals();
     let expected = Arc::clone(&state.expected);
@@ -259,6 +279,7 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
                 otlp.as_deref()
                     .map(crate::otlp::families)
                     .unwrap_or_default(),
+                &selection,
             ),
             format,
         )
@@ -284,19 +305,105 @@ async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
     }
 }
 
+/// The collectors a scrape's query asks for, as node_exporter reads `collect[]` and
+/// `exclude[]`: every name in `collect[]` (repeats are one) must be an enabled collector;
+/// `exclude[]` removes names from the enabled ones and ignores names it does not know; both
+/// at once are refused. Unlike node_exporter, excluding every enabled collector leaves the
+/// agent's own series alone, not every collector.
+pub(crate) fn selection(query: &str, enabled: &[&'static str]) -> Result<Selection, String> {
+    let mut collect = Vec::new();
+    let mut exclude = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match percent_decode(key).as_str() {
+            "collect[]" => collect.push(percent_decode(value)),
+            "exclude[]" => exclude.push(percent_decode(value)),
+            _ => {}
+        }
+    }
+    if !collect.is_empty() && !exclude.is_empty() {
+        return Err("Combined collect[] and exclude[] queries are not allowed.".to_owned());
+    }
+    if !collect.is_empty() {
+        let mut chosen = std::collections::BTreeSet::new();
+        for name in &collect {
+            match enabled.iter().find(|e| **e == name.as_str()) {
+                Some(known) => {
+                    chosen.insert(*known);
+                }
+                None if railscope_collectors::SOURCES
+                    .iter()
+                    .any(|s| s.name == name.as_str()) =>
+                {
+                    return Err(format!(
+                        "disabled collector: {name:?} (enabled: {})",
+                        enabled.join(", ")
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "unknown collector: {name:?} (enabled: {})",
+                        enabled.join(", ")
+                    ));
+                }
+            }
+        }
+        return Ok(Selection::Only(chosen));
+    }
+    if !exclude.is_empty() {
+        return Ok(Selection::Only(
+            enabled
+                .iter()
+                .copied()
+                .filter(|e| !exclude.iter().any(|x| x == e))
+                .collect(),
+        ));
+    }
+    Ok(Selection::All)
+}
+
+/// Decodes a query component as `application/x-www-form-urlencoded` does (`+` is a space);
+/// an invalid escape is kept as it is.
+fn percent_decode(text: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                match (
+                    bytes.get(i + 1).and_then(|b| hex(*b)),
+                    bytes.get(i + 2).and_then(|b| hex(*b)),
+                ) {
+                    (Some(high), Some(low)) => {
+                        out.push((high * 16 + low) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 async fn landing(State(state): State<Arc<AppState>>) -> Html<String> {
+    let path = html_escape(&state.telemetry_path);
     let collectors: String = state
         .scheduler
         .source_names()
         .iter()
-        .map(|name| format!("<li><code>{name}</code></li>"))
+        .map(|name| format!("<li><a href=\"{path}?collect[]={name}\"><code>{name}</code></a></li>"))
         .collect();
-    let path = html_escape(&state.telemetry_path);
     Html(format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>railscope</title></head>\n<body>\n\
          <h1>railscope</h1>\n<p>Node telemetry agent for GPU cluster fabrics, version {} (revision {}).</p>\n\
          <ul>\n<li><a href=\"{path}\">Metrics</a></li>\n<li><a href=\"/-/healthy\">Health</a></li>\n<li><a href=\"/-/ready\">Readiness</a></li>\n</ul>\n\
-         <h2>Enabled collectors</h2>\n<ul>{collectors}</ul>\n</body>\n</html>\n",
+         <h2>Enabled collectors</h2>\n<p>Each link shows one collector's metrics: <code>{path}?collect[]=&lt;name&gt;</code> (repeatable) exposes only the collectors named, <code>{path}?exclude[]=&lt;name&gt;</code> every enabled collector but those.</p>\n<ul>{collectors}</ul>\n</body>\n</html>\n",
         crate::build_info::VERSION,
         crate::build_info::REVISION,
     ))
@@ -333,12 +440,12 @@ async fn not_found(method: Method) -> Response {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish
-/// for a few seconds. TLS when the web config at start has it (the handshake uses the
+/// Serves `app` on every listener of `listeners` until `shutdown` resolves, then lets
+/// requests in flight on any of them finish for a few seconds. TLS when the web config at start has it (the handshake uses the
 /// configuration in force when the connection arrives, so a reloaded certificate applies
 /// to new connections).
 pub(crate) async fn serve(
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     app: Router,
     web: Arc<WebState>,
     limits: Limits,
@@ -351,9 +458,10 @@ pub(crate) async fn serve(
     let mut reload = tokio::time::interval(Duration::from_secs(1));
     reload.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
+    let mut next = 0usize;
     loop {
         let (stream, _peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = accept(&listeners, &mut next) => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
                     // EMFILE and friends: back off instead of spinning.
@@ -408,6 +516,25 @@ pub(crate) async fn serve(
         tracing::warn!("Requests still in flight at shutdown were cut off.");
     }
     Ok(())
+}
+
+/// The next connection on any of `listeners`, looking at them in turn from `next` so that
+/// a busy one does not starve the others.
+fn accept<'a>(
+    listeners: &'a [TcpListener],
+    next: &'a mut usize,
+) -> impl Future<Output = io::Result<(tokio::net::TcpStream, SocketAddr)>> + 'a {
+    std::future::poll_fn(move |cx| {
+        let count = listeners.len();
+        for step in 0..count {
+            let index = (*next + step) % count;
+            if let Poll::Ready(accepted) = listeners[index].poll_accept(cx) {
+                *next = (index + 1) % count;
+                return Poll::Ready(accepted);
+            }
+        }
+        Poll::Pending
+    })
 }
 
 async fn serve_connection<I>(
@@ -572,5 +699,77 @@ pub(crate) async fn shutdown_signal() {
     tokio::select! {
         () = interrupt => tracing::info!("Received SIGINT, shutting down."),
         () = terminate => tracing::info!("Received SIGTERM, shutting down."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENABLED: &[&str] = &["infiniband", "netdev", "pci"];
+
+    fn only(names: &[&'static str]) -> Selection {
+        Selection::Only(names.iter().copied().collect())
+    }
+
+    /// node_exporter's handler, case by case (`node_exporter.go`, `NewNodeCollector`).
+    #[test]
+    fn collect_and_exclude_read_as_node_exporter_reads_them() {
+        assert_eq!(selection("", ENABLED), Ok(Selection::All));
+        assert_eq!(selection("foo=bar", ENABLED), Ok(Selection::All));
+        assert_eq!(
+            selection("collect[]=pci&collect[]=infiniband&collect[]=pci", ENABLED),
+            Ok(only(&["infiniband", "pci"])),
+            "repeats are one"
+        );
+        assert_eq!(
+            selection("collect%5B%5D=netdev", ENABLED),
+            Ok(only(&["netdev"])),
+            "the brackets percent-encoded, as clients send them"
+        );
+        assert_eq!(
+            selection("exclude[]=netdev&exclude[]=nonesuch&exclude[]=", ENABLED),
+            Ok(only(&["infiniband", "pci"])),
+            "exclude[] ignores names it does not know"
+        );
+        assert_eq!(
+            selection(
+                "exclude[]=infiniband&exclude[]=netdev&exclude[]=pci",
+                ENABLED
+            ),
+            Ok(only(&[])),
+            "excluding every collector leaves the agent's own series"
+        );
+        let err = selection("collect[]=infiniband&exclude[]=pci", ENABLED).unwrap_err();
+        assert!(err.contains("Combined collect[] and exclude[]"), "{err}");
+        let err = selection("collect[]=infiniband&collect[]=cpu", ENABLED).unwrap_err();
+        assert!(err.starts_with("unknown collector: \"cpu\""), "{err}");
+        let err = selection("collect[]=gpu", ENABLED).unwrap_err();
+        assert!(err.starts_with("disabled collector: \"gpu\""), "{err}");
+        let err = selection("collect[]=", ENABLED).unwrap_err();
+        assert!(err.starts_with("unknown collector: \"\""), "{err}");
+    }
+
+    #[test]
+    fn query_components_are_form_decoded() {
+        assert_eq!(percent_decode("a%5Bb%5d+c"), "a[b] c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+
+    /// `workload` is run with the collectors whose devices it resolves, and exposed alone.
+    #[test]
+    fn a_chosen_collector_runs_with_what_its_mapping_reads() {
+        let enabled = ["infiniband", "netdev", "gpu", "workload"];
+        assert_eq!(Selection::All.runs(&enabled), None);
+        assert_eq!(
+            only(&["workload"]).runs(&enabled),
+            Some(vec!["infiniband", "gpu", "workload"])
+        );
+        assert_eq!(
+            only(&["workload"]).runs(&["netdev", "workload"]),
+            Some(vec!["workload"])
+        );
+        assert!(!only(&["workload"]).admits("gpu"));
     }
 }

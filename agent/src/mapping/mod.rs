@@ -1,6 +1,14 @@
 //! Maps a [`Collection`] to metric families: the agent's own metrics first, then each
 //! source's families in registry order. Mapping never touches the file system; the process
 //! statistics are read before and passed in.
+//!
+//! A scrape may ask for some collectors only (`collect[]`, `exclude[]`): [`Selection`]. Its
+//! collection then holds those collectors and what their mapping needs ([`Selection::runs`]:
+//! `workload` resolves GPU and RDMA devices through the `gpu` and `infiniband` snapshots), and
+//! only the chosen collectors' families and `railscope_collector_*` series are exposed. The
+//! agent's own series stay: build info, collections and scrape requests, the file-system
+//! guard's series, process statistics, the OTLP push's counters and the expected inventory
+//! (whose present counts are exposed only for a chosen collector, as for a failed one).
 
 pub mod dcb;
 pub mod ethtool;
@@ -11,12 +19,60 @@ pub mod netdev;
 pub mod pci;
 pub mod workload;
 
+use std::collections::BTreeSet;
+
 use railscope_collectors::{Collection, SourceData, Totals};
 
 use crate::build_info;
 use crate::cli::expected::Inventory;
 use crate::exposition::Family;
 use crate::process::ProcessStats;
+
+/// Which collectors one scrape exposes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Selection {
+    /// Every enabled collector.
+    All,
+    /// These (enabled) collectors only.
+    Only(BTreeSet<&'static str>),
+}
+
+impl Selection {
+    /// Whether collector `name`'s series are exposed.
+    pub(crate) fn admits(&self, name: &str) -> bool {
+        match self {
+            Selection::All => true,
+            Selection::Only(names) => names.contains(name),
+        }
+    }
+
+    /// The collectors to run for it among `enabled`: the chosen ones and those whose data
+    /// their mapping reads (`None`: every one).
+    pub(crate) fn runs(&self, enabled: &[&'static str]) -> Option<Vec<&'static str>> {
+        let Selection::Only(names) = self else {
+            return None;
+        };
+        let mut runs: BTreeSet<&'static str> = names.clone();
+        for name in names {
+            runs.extend(needs(name));
+        }
+        Some(
+            enabled
+                .iter()
+                .copied()
+                .filter(|n| runs.contains(n))
+                .collect(),
+        )
+    }
+}
+
+/// The collectors whose data the mapping of collector `name` reads.
+fn needs(name: &str) -> &'static [&'static str] {
+    match name {
+        "workload" => &["gpu", "infiniband"],
+        _ => &[],
+    }
+}
 
 /// What `/metrics` serves and OTLP pushes for one collection: its families, the agent's
 /// own process statistics (read now; absent, and logged at debug, when they cannot be), and
@@ -26,6 +82,7 @@ pub(crate) fn exposed(
     totals: &Totals,
     expected: &Inventory,
     extra: Vec<Family>,
+    selection: &Selection,
 ) -> Vec<Family> {
     let process = match crate::process::read() {
         Ok(p) => Some(p),
@@ -34,24 +91,28 @@ pub(crate) fn exposed(
             None
         }
     };
-    let mut out = families(collection, totals, process.as_ref(), expected);
+    let mut out = families(collection, totals, process.as_ref(), expected, selection);
     out.extend(extra);
     out
 }
 
-/// Every family of one scrape, with the expected inventory's families when one is
-/// configured.
-pub fn families(
+/// Every family of one scrape (of the collectors `selection` admits), with the expected
+/// inventory's families when one is configured.
+pub(crate) fn families(
     collection: &Collection,
     totals: &Totals,
     process: Option<&ProcessStats>,
     expected: &Inventory,
+    selection: &Selection,
 ) -> Vec<Family> {
-    let mut out = self_families(collection, totals);
+    let mut out = self_families(collection, totals, selection);
     if let Some(process) = process {
         out.extend(process_families(process));
     }
     for outcome in &collection.outcomes {
+        if !selection.admits(outcome.name) {
+            continue;
+        }
         match &outcome.data {
             Some(SourceData::Infiniband(snapshot)) => out.extend(infiniband::families(snapshot)),
             Some(SourceData::Netdev(snapshot)) => out.extend(netdev::families(snapshot)),
@@ -76,12 +137,12 @@ pub fn families(
             None => {}
         }
     }
-    let inventory = crate::inventory::families(expected, collection, &out);
+    let inventory = crate::inventory::families(expected, collection, &out, selection);
     out.extend(inventory);
     out
 }
 
-fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
+fn self_families(collection: &Collection, totals: &Totals, selection: &Selection) -> Vec<Family> {
     let mut build = Family::info(
         "railscope_build",
         "railscope's version and the source revision it was built from.",
@@ -109,14 +170,25 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         "railscope_collector_last_errors",
         "Errors the collector reported in the last collection.",
     );
-    for outcome in &collection.outcomes {
+    let mut runs = Family::counter(
+        "railscope_collector_runs",
+        "Times the collector ran since start; concurrent scrapes (with or without collect[] and exclude[] filters) share a run.",
+    );
+    for outcome in collection
+        .outcomes
+        .iter()
+        .filter(|o| selection.admits(o.name))
+    {
         let labels = vec![("collector", outcome.name.to_owned())];
         success.push(labels.clone(), outcome.success);
         duration.push(labels.clone(), outcome.duration.as_secs_f64());
         last_errors.push(labels, outcome.errors as u64);
     }
-    for (name, total) in &totals.errors {
+    for (name, total) in totals.errors.iter().filter(|(n, _)| selection.admits(n)) {
         errors.push([("collector", (*name).to_owned())], *total);
+    }
+    for (name, total) in totals.runs.iter().filter(|(n, _)| selection.admits(n)) {
+        runs.push([("collector", (*name).to_owned())], *total);
     }
     let mut collections = Family::counter(
         "railscope_collections",
@@ -167,6 +239,7 @@ fn self_families(collection: &Collection, totals: &Totals) -> Vec<Family> {
         duration,
         errors,
         last_errors,
+        runs,
         collections,
         requests,
         blocked,
@@ -229,7 +302,7 @@ mod tests {
     }
 
     fn blocked_paths(collection: &Collection, totals: &Totals) -> Vec<(String, f64)> {
-        let families = self_families(collection, totals);
+        let families = self_families(collection, totals, &Selection::All);
         let family = families
             .iter()
             .find(|f| f.name == "railscope_sysfs_blocked_seconds")

@@ -296,8 +296,13 @@ async fn produce(p: Producer) {
             Arc::clone(&p.batcher),
         );
         let made = tokio::task::spawn_blocking(move || {
-            let families =
-                crate::mapping::exposed(&collection, &totals, &expected, families(&stats));
+            let families = crate::mapping::exposed(
+                &collection,
+                &totals,
+                &expected,
+                families(&stats),
+                &crate::mapping::Selection::All,
+            );
             batch::lock(&batcher).batch(families)
         })
         .await;

@@ -34,7 +34,8 @@ impl SourceOutcome {
     }
 }
 
-/// One collection: every enabled source's outcome, in registry order.
+/// One collection as one scrape sees it: the outcome of every enabled source it asked for
+/// (every enabled source, unless it asked for some only), in registry order.
 #[derive(Debug, Clone)]
 pub struct Collection {
     /// The outcomes, shared with the scrapes that answer with the same collection.
@@ -52,6 +53,9 @@ pub struct Collection {
 pub struct Totals {
     /// Errors per source, in registry order.
     pub errors: Vec<(&'static str, u64)>,
+    /// Times each source started to collect, in registry order: concurrent scrapes that
+    /// ask for a source share one run of it.
+    pub runs: Vec<(&'static str, u64)>,
     /// Collections run.
     pub collections: u64,
     /// Collection requests (scrapes), including those that shared a running collection.

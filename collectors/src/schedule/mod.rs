@@ -13,7 +13,11 @@
 //!   failed in that scrape. Its thread is left to finish, and until it does the source is not
 //!   started again, so a call that hangs costs one thread, not one per scrape.
 //! * Coalescing: a scrape that arrives while a collection is running joins it instead of
-//!   reading the node again.
+//!   reading the node again. A scrape may ask for some sources only
+//!   ([`Scheduler::collect_only`], `collect[]`/`exclude[]`): its collection runs those alone, and
+//!   a scrape that joins a running collection shares the sources both ask for and adds the ones
+//!   only it asks for to the same collection. So every source runs at most once however many
+//!   scrapes overlap, whatever each of them asks for; a scrape waits for its own sources only.
 //! * Width: at most [`collect_width`] sources collect at once (2 to 4, by the CPUs the agent
 //!   may use), on the collection lanes (`lanes`); the rest wait their turn. A source
 //!   that has run for 20 ms gives its lane up, so slow sources (a cold start, a hung device)
@@ -91,6 +95,8 @@ struct SourceSlot {
     /// Whether the running thread missed its collection's deadline.
     late: Arc<AtomicBool>,
     errors_total: AtomicU64,
+    /// Times it started to collect.
+    runs_total: Arc<AtomicU64>,
     /// The errors of its last collection, for logging each error once when it starts.
     seen_errors: Mutex<HashSet<ErrorKey>>,
 }
@@ -103,26 +109,44 @@ enum Ran {
     Returned(Option<SourceReport>, Duration),
 }
 
-/// One collection in progress: its deadline and the outcomes posted so far.
+/// One collection in progress: its deadline, the sources asked for and the outcomes posted
+/// so far.
 struct Inflight {
     sequence: u64,
     started: Instant,
     blocked_at_start: Vec<crate::fs::BlockedDevice>,
     deadline: Arc<Deadline>,
-    board: Mutex<Vec<Option<Arc<SourceOutcome>>>>,
+    board: Mutex<Board>,
+    /// Every source asked for has posted.
     done: AtomicBool,
     posted: tokio::sync::Notify,
+}
+
+/// What a collection's sources posted, by source index.
+struct Board {
+    /// Whether a scrape of this collection asked for the source (it was started).
+    asked: Vec<bool>,
+    posted: Vec<Option<Arc<SourceOutcome>>>,
+}
+
+impl Board {
+    fn complete(&self, wanted: &[bool]) -> bool {
+        wanted
+            .iter()
+            .zip(&self.posted)
+            .all(|(want, posted)| !want || posted.is_some())
+    }
 }
 
 impl Inflight {
     /// Posts source `index`'s outcome unless one is there; true when it was posted.
     fn post(&self, index: usize, outcome: impl FnOnce() -> SourceOutcome) -> bool {
         let mut board = lock(&self.board);
-        if board[index].is_some() {
+        if board.posted[index].is_some() {
             return false;
         }
-        board[index] = Some(Arc::new(outcome()));
-        if board.iter().all(Option::is_some) {
+        board.posted[index] = Some(Arc::new(outcome()));
+        if board.complete(&board.asked) {
             self.done.store(true, Ordering::Release);
         }
         drop(board);
@@ -130,13 +154,36 @@ impl Inflight {
         true
     }
 
-    /// Waits until every source has posted or `until` comes; true when every one has.
-    async fn wait(&self, until: Instant) -> bool {
+    /// Asks for the sources of `wanted` in this collection: the indices it did not run yet,
+    /// to be started now, or `None` when the collection is over (every source it asked for
+    /// has posted), so a new one must start.
+    fn ask(&self, wanted: &[bool]) -> Option<Vec<usize>> {
+        let mut board = lock(&self.board);
+        if self.done.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut new = Vec::new();
+        for (index, want) in wanted.iter().enumerate() {
+            if *want && !board.asked[index] {
+                board.asked[index] = true;
+                new.push(index);
+            }
+        }
+        Some(new)
+    }
+
+    /// Waits until every source of `wanted` (`None`: every source asked for) has posted or
+    /// `until` comes; true when every one has.
+    async fn wait(&self, until: Instant, wanted: Option<&[bool]>) -> bool {
         loop {
             let posted = self.posted.notified();
             tokio::pin!(posted);
             posted.as_mut().enable();
-            if self.done.load(Ordering::Acquire) {
+            let complete = match wanted {
+                None => self.done.load(Ordering::Acquire),
+                Some(wanted) => lock(&self.board).complete(wanted),
+            };
+            if complete {
                 return true;
             }
             if Instant::now() >= until {
@@ -149,14 +196,17 @@ impl Inflight {
         }
     }
 
-    fn view(&self, names: &[&'static str]) -> Collection {
+    /// The collection as one scrape sees it: the sources of `wanted`, in registry order.
+    fn view(&self, names: &[&'static str], wanted: &[bool]) -> Collection {
         let board = lock(&self.board);
         let elapsed = self.started.elapsed();
         Collection {
             outcomes: names
                 .iter()
-                .zip(board.iter())
-                .map(|(name, posted)| {
+                .zip(board.posted.iter())
+                .zip(wanted)
+                .filter(|(_, want)| **want)
+                .map(|((name, posted), _)| {
                     posted
                         .clone()
                         .unwrap_or_else(|| Arc::new(SourceOutcome::failed(name, elapsed)))
@@ -216,6 +266,7 @@ impl Scheduler {
                     running: Arc::new(AtomicBool::new(false)),
                     late: Arc::new(AtomicBool::new(false)),
                     errors_total: AtomicU64::new(0),
+                    runs_total: Arc::new(AtomicU64::new(0)),
                     seen_errors: Mutex::new(HashSet::new()),
                 })
                 .collect(),
@@ -242,6 +293,11 @@ impl Scheduler {
                 .iter()
                 .map(|s| (s.source.name(), s.errors_total.load(Ordering::Relaxed)))
                 .collect(),
+            runs: self
+                .slots
+                .iter()
+                .map(|s| (s.source.name(), s.runs_total.load(Ordering::Relaxed)))
+                .collect(),
             collections: self.sequence.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
             blocked: self
@@ -262,26 +318,69 @@ impl Scheduler {
     /// (bringing its deadline forward to this scrape's) or starts one, and returns at this
     /// scrape's deadline at the latest with every source that has posted by then.
     pub async fn collect(self: &Arc<Self>, timeout: Duration) -> Arc<Collection> {
+        let all = vec![true; self.slots.len()];
+        let collection = self.collect_wanted(timeout, &all).await;
+        *lock(&self.last) = Some((Instant::now(), Arc::clone(&collection)));
+        collection
+    }
+
+    /// Like [`Scheduler::collect`], for the sources named in `names` alone (names of sources
+    /// that are not enabled are ignored): the collection holds their outcomes only, in
+    /// registry order. A scrape that joins a running collection shares the sources both ask
+    /// for and starts the others in it, so that no source runs twice for overlapping scrapes.
+    pub async fn collect_only(
+        self: &Arc<Self>,
+        timeout: Duration,
+        names: &[&str],
+    ) -> Arc<Collection> {
+        let wanted: Vec<bool> = self
+            .slots
+            .iter()
+            .map(|s| names.contains(&s.source.name()))
+            .collect();
+        if wanted.iter().all(|w| *w) {
+            return self.collect(timeout).await;
+        }
+        self.collect_wanted(timeout, &wanted).await
+    }
+
+    async fn collect_wanted(
+        self: &Arc<Self>,
+        timeout: Duration,
+        wanted: &[bool],
+    ) -> Arc<Collection> {
         self.requests.fetch_add(1, Ordering::Relaxed);
+        if !wanted.iter().any(|w| *w) {
+            return Arc::new(Collection {
+                outcomes: Vec::new(),
+                sequence: self.sequence.load(Ordering::Relaxed),
+                blocked_at_start: Vec::new(),
+            });
+        }
         let deadline = Instant::now() + timeout;
         let inflight = {
             let mut current = lock(&self.inflight);
-            match current.as_ref() {
-                Some(running) if !running.done.load(Ordering::Acquire) => {
-                    running.deadline.lower(deadline);
-                    Arc::clone(running)
+            let joined = current.as_ref().and_then(|running| {
+                let new = running.ask(wanted)?;
+                running.deadline.lower(deadline);
+                Some((Arc::clone(running), new))
+            });
+            match joined {
+                Some((running, new)) => {
+                    for index in new {
+                        self.start_source(index, &running);
+                    }
+                    running
                 }
-                _ => {
-                    let started = self.start(deadline);
+                None => {
+                    let started = self.start(deadline, wanted);
                     *current = Some(Arc::clone(&started));
                     started
                 }
             }
         };
-        inflight.wait(deadline + JOIN_GRACE).await;
-        let collection = Arc::new(inflight.view(&self.source_names()));
-        *lock(&self.last) = Some((Instant::now(), Arc::clone(&collection)));
-        collection
+        inflight.wait(deadline + JOIN_GRACE, Some(wanted)).await;
+        Arc::new(inflight.view(&self.source_names(), wanted))
     }
 
     /// Like [`Scheduler::collect`], but a collection that finished at most `max_age` ago
@@ -299,9 +398,9 @@ impl Scheduler {
         self.collect(timeout).await
     }
 
-    /// Starts a collection with `deadline`: every source on a blocking thread, and a task that
-    /// closes the collection at its deadline.
-    fn start(self: &Arc<Self>, deadline: Instant) -> Arc<Inflight> {
+    /// Starts a collection with `deadline`: every source of `wanted` on a collection lane, and
+    /// a task that closes the collection at its deadline.
+    fn start(self: &Arc<Self>, deadline: Instant, wanted: &[bool]) -> Arc<Inflight> {
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed) + 1;
         let inflight = Arc::new(Inflight {
             sequence,
@@ -312,12 +411,17 @@ impl Scheduler {
                 .map(Collectors::blocked)
                 .unwrap_or_default(),
             deadline: Arc::new(Deadline::new(deadline)),
-            board: Mutex::new(vec![None; self.slots.len()]),
-            done: AtomicBool::new(self.slots.is_empty()),
+            board: Mutex::new(Board {
+                asked: wanted.to_vec(),
+                posted: vec![None; self.slots.len()],
+            }),
+            done: AtomicBool::new(!wanted.iter().any(|w| *w)),
             posted: tokio::sync::Notify::new(),
         });
-        for index in 0..self.slots.len() {
-            self.start_source(index, &inflight);
+        for (index, want) in wanted.iter().enumerate() {
+            if *want {
+                self.start_source(index, &inflight);
+            }
         }
         let this = Arc::clone(self);
         let closing = Arc::clone(&inflight);
@@ -342,6 +446,7 @@ impl Scheduler {
         let source = Arc::clone(&slot.source);
         let running = Arc::clone(&slot.running);
         let late = Arc::clone(&slot.late);
+        let runs = Arc::clone(&slot.runs_total);
         let deadline = Arc::clone(&inflight.deadline);
         let queued = Instant::now();
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -352,6 +457,7 @@ impl Scheduler {
                 return;
             }
             let began = Instant::now();
+            runs.fetch_add(1, Ordering::Relaxed);
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| source.collect(&deadline)));
             if late.swap(false, Ordering::AcqRel) {
                 tracing::info!(
@@ -431,7 +537,7 @@ impl Scheduler {
             let until = inflight.deadline.at() + JOIN_GRACE;
             // Look again at least every 10 ms: a joining scrape may bring the deadline forward.
             if inflight
-                .wait(until.min(Instant::now() + Duration::from_millis(10)))
+                .wait(until.min(Instant::now() + Duration::from_millis(10)), None)
                 .await
             {
                 break;
@@ -439,7 +545,11 @@ impl Scheduler {
             if Instant::now() < inflight.deadline.at() + JOIN_GRACE {
                 continue;
             }
+            let asked = lock(&inflight.board).asked.clone();
             for (index, slot) in self.slots.iter().enumerate() {
+                if !asked[index] {
+                    continue;
+                }
                 let name = slot.source.name();
                 let elapsed = inflight.started.elapsed();
                 // Marked late under the board's lock, before a source that never got its
@@ -706,6 +816,100 @@ mod tests {
         // The next scrape starts a new collection.
         assert_eq!(scheduler.collect(Duration::from_secs(5)).await.sequence, 2);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    /// Counts its runs; while `gate` is shut, a run waits (up to 10 s) for it to open.
+    #[derive(Debug)]
+    struct Gated {
+        name: &'static str,
+        calls: Arc<AtomicUsize>,
+        gate: Arc<AtomicBool>,
+    }
+
+    impl AnySource for Gated {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn collect(&self, _: &Deadline) -> SourceReport {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let until = Instant::now() + Duration::from_secs(10);
+            while !self.gate.load(Ordering::SeqCst) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            SourceReport {
+                data: Some(devices(&[self.name])),
+                errors: Vec::new(),
+                absent: None,
+            }
+        }
+    }
+
+    async fn until(what: &str, check: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !check() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Two scrapes with overlapping filters (`collect[]=a&collect[]=b`, then
+    /// `collect[]=b&collect[]=c` while the first runs) share one collection: each source runs
+    /// once, each scrape gets its own sources, and the second does not wait for `a`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn overlapping_filtered_scrapes_run_each_source_once() {
+        let gate = Arc::new(AtomicBool::new(false));
+        let open = Arc::new(AtomicBool::new(true));
+        let calls: Vec<Arc<AtomicUsize>> = (0..3).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+        let scheduler = scheduler(vec![
+            Box::new(Gated {
+                name: "a",
+                calls: calls[0].clone(),
+                gate: gate.clone(),
+            }),
+            Box::new(Gated {
+                name: "b",
+                calls: calls[1].clone(),
+                gate: open.clone(),
+            }),
+            Box::new(Gated {
+                name: "c",
+                calls: calls[2].clone(),
+                gate: open.clone(),
+            }),
+        ]);
+        let first = {
+            let s = Arc::clone(&scheduler);
+            tokio::spawn(async move { s.collect_only(Duration::from_secs(20), &["a", "b"]).await })
+        };
+        until("a to start", || calls[0].load(Ordering::SeqCst) == 1).await;
+        until("b to run", || calls[1].load(Ordering::SeqCst) == 1).await;
+        let second = scheduler
+            .collect_only(Duration::from_secs(20), &["c", "b"])
+            .await;
+        assert_eq!(second.sequence, 1, "it joined the running collection");
+        let names: Vec<&str> = second.outcomes.iter().map(|o| o.name).collect();
+        assert_eq!(names, ["b", "c"]);
+        assert!(second.outcomes.iter().all(|o| o.success));
+        assert!(!first.is_finished(), "the first scrape waits for a");
+        gate.store(true, Ordering::SeqCst);
+        let first = first.await.unwrap();
+        assert_eq!(first.sequence, 1);
+        let names: Vec<&str> = first.outcomes.iter().map(|o| o.name).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(first.outcomes.iter().all(|o| o.success));
+        let runs: Vec<usize> = calls.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+        assert_eq!(runs, [1, 1, 1], "each source ran once for both scrapes");
+        assert_eq!(scheduler.totals().runs, vec![("a", 1), ("b", 1), ("c", 1)]);
+        assert_eq!(scheduler.totals().collections, 1);
+        assert_eq!(scheduler.totals().requests, 2);
+        // Once it is over, a scrape starts a collection of its own sources only.
+        let third = scheduler.collect_only(Duration::from_secs(5), &["c"]).await;
+        assert_eq!(third.sequence, 2);
+        assert_eq!(scheduler.totals().runs, vec![("a", 1), ("b", 1), ("c", 2)]);
+        // A scrape that asks for nothing runs nothing.
+        let none = scheduler.collect_only(Duration::from_secs(5), &[]).await;
+        assert!(none.outcomes.is_empty());
+        assert_eq!(scheduler.totals().collections, 2);
     }
 
     /// Sources queue for `collect_width` lanes, but slow ones give their lane up: healthy

@@ -106,6 +106,53 @@ fn kernel_log_drop_in_verifies_and_grants_only_the_kernel_log() {
     );
 }
 
+/// The optional socket unit and the drop-in that makes the service use it verify with the
+/// unit: the socket starts railscope.service, which runs the agent with --web.systemd-socket.
+#[test]
+fn socket_unit_and_its_drop_in_verify_with_the_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = unit_copy(dir.path());
+    let socket_text =
+        std::fs::read_to_string(workspace().join("systemd/socket-activation/railscope.socket"))
+            .unwrap();
+    assert!(
+        socket_text.contains("\nListenStream=9477\n"),
+        "{socket_text}"
+    );
+    let socket = dir.path().join("railscope.socket");
+    std::fs::write(&socket, &socket_text).unwrap();
+    let drop_in =
+        std::fs::read_to_string(workspace().join("systemd/railscope-socket-activation.conf"))
+            .unwrap();
+    assert!(
+        drop_in.contains(
+            "\nExecStart=\nExecStart=/usr/bin/railscope --web.systemd-socket $RAILSCOPE_ARGS\n"
+        ),
+        "{drop_in}"
+    );
+    let d = dir.path().join("railscope.service.d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(
+        d.join("socket-activation.conf"),
+        drop_in.replace("/usr/bin/railscope", binary().to_str().unwrap()),
+    )
+    .unwrap();
+    assert_verifies(&unit);
+    let out = run(Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&socket)
+        .arg(&unit));
+    let said = text(&out);
+    assert!(
+        out.status.success(),
+        "systemd-analyze verify failed:\n{said}"
+    );
+    assert!(
+        !said.contains("railscope."),
+        "systemd-analyze verify complained:\n{said}"
+    );
+}
+
 #[test]
 fn systemd_unit_is_hardened() {
     let unit = unit_text();
@@ -538,6 +585,8 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
         "/usr/share/railscope/alerts/railscope.rules.yml",
         "/usr/share/railscope/alerts/alertmanager.example.yml",
         "/usr/share/railscope/systemd/railscope-kernel-log.conf",
+        "/usr/share/railscope/systemd/railscope.socket",
+        "/usr/share/railscope/systemd/railscope-socket-activation.conf",
     ] {
         assert!(
             files.iter().any(|f| f == want),
@@ -571,7 +620,7 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
 
     // Start the installed binary the way the unit would: flags from /etc/default/railscope,
     // as the railscope user, no new privileges, no capabilities. Only the listen address is
-    // moved to a free loopback port (the flag cannot be given twice).
+    // moved to a free loopback port (a second one would add a listener on :9477).
     let port = free_port();
     let defaults = std::fs::read_to_string("/etc/default/railscope").unwrap();
     assert!(defaults.contains("--web.listen-address=:9477"));

@@ -2,6 +2,8 @@
 //! real clients, and load.
 //!
 //! * [`http`]: endpoints, content negotiation, gzip, start-up errors, SIGTERM.
+//! * [`filters`]: `collect[]` and `exclude[]` on the metrics path.
+//! * [`listeners`]: repeated listen addresses and systemd socket activation.
 //! * [`web`]: TLS, basic auth, client certificates, limits, reloads.
 //! * [`load`]: bursts beyond `--web.max-requests` and long keep-alive sequences.
 //!
@@ -9,6 +11,8 @@
 //! `cargo test -p railscope-tests --test surface http::`, and one test with
 //! `cargo test -p railscope-tests --test surface -- --exact http::<test name>`.
 
+mod filters;
 mod http;
+mod listeners;
 mod load;
 mod web;
