@@ -594,14 +594,21 @@ fn each_switch_changes_exactly_what_it_needs() {
     );
 }
 
+/// A render checkov sees: its name, its values, checkov's skips beyond the base's, and the
+/// base's objects it does not render (`Kind.name`).
+type Case = (
+    String,
+    Value,
+    Vec<(&'static str, &'static str)>,
+    Vec<String>,
+);
+
 #[test]
 fn every_variant_validates_and_passes_checkov() {
     let k8s = venv();
     let venv = helm_venv();
     let dir = tempfile::tempdir().unwrap();
-    // (name, values, checkov skips beyond the base's, objects of the base it does not render)
-    let mut cases: Vec<(String, Value, Vec<(&str, &str)>, Vec<String>)> =
-        vec![("default".into(), json!({}), vec![], vec![])];
+    let mut cases: Vec<Case> = vec![("default".into(), json!({}), vec![], vec![])];
     for v in variants() {
         let removed = v.removed.iter().map(|k| k.replace('/', ".")).collect();
         cases.push((v.name.to_owned(), v.values, v.skips.to_vec(), removed));
