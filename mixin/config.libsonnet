@@ -26,6 +26,12 @@
     // e.g. { RailscopePortRateBelowPeers: 'critical' } to page on a slow port.
     severityOverrides: {},
 
+    // The text of an expression parameter (`%(name)s` in the rules: selector, cluster, a
+    // threshold by its name, xidHardware, ...; lib/rules.libsonnet lists them), replacing what
+    // the values above give it. Leave it empty: mixin/render.py uses it to write the Helm
+    // chart's rule template, whose parameters are Helm values.
+    paramOverrides: {},
+
     // Alert levels. Rules and dashboards read them from here, so a panel's threshold line is
     // where its alert fires. `railscope doctor` is built with the ones it checks too
     // (roceMTUBytes, memlockBytes, nicGPUDistance, nvlinkErrorsPerSecond and the hardware and

@@ -7,7 +7,8 @@
 
   // The `%(name)s` values of the rule expressions: `selector` (railscopeSelector), `cluster`
   // (clusterLabel, first in every `by` and `on` list), each of config.thresholds by its name,
-  // and the XID lists as regular expressions (xidHardware, xidWarning, xidApplication).
+  // the XID lists as regular expressions (xidHardware, xidWarning, xidApplication), and the
+  // values `derived` (below) computes; config.paramOverrides replaces any of them.
   params(config):: {
     selector: config.railscopeSelector,
     cluster: config.clusterLabel,
@@ -15,14 +16,22 @@
     xidHardware: std.join('|', [std.toString(x) for x in config.xids.hardware]),
     xidWarning: std.join('|', [std.toString(x) for x in config.xids.warning]),
     xidApplication: std.join('|', [std.toString(x) for x in config.xids.application]),
-    // For the words of summaries and descriptions.
-    railImbalancePercent: $.num(config.thresholds.railImbalanceRatio * 100),
-    railBusyGBps: $.num(config.thresholds.railBusyBytesPerSecond / 1e9),
-    gpuThermalSlowdownPercent: $.num(config.thresholds.gpuThermalSlowdownFraction * 100),
-    gpuPowerBrakePercent: $.num(config.thresholds.gpuPowerBrakeFraction * 100),
+  } + {
+    [k]: $.num(config.thresholds[$.derived[k][0]] * $.derived[k][1])
+    for k in std.objectFields($.derived)
   } + {
     [k]: $.num(config.thresholds[k])
     for k in std.objectFields(config.thresholds)
+  } + config.paramOverrides,
+
+  // Values derived from a threshold for the words of summaries and descriptions, as
+  // name: [threshold, factor]. Data rather than code, so that mixin/render.py can write the
+  // same arithmetic into the Helm chart's rule template.
+  derived:: {
+    railImbalancePercent: ['railImbalanceRatio', 100],
+    railBusyGBps: ['railBusyBytesPerSecond', 1e-9],
+    gpuThermalSlowdownPercent: ['gpuThermalSlowdownFraction', 100],
+    gpuPowerBrakePercent: ['gpuPowerBrakeFraction', 100],
   },
 
   // Every alert gets an absolute runbook_url from runbookURLPattern (the alert name in lower
