@@ -17,7 +17,7 @@
 //!   given with `--collector.kmsg.path` is read, so tests never read the host's kernel log. A
 //!   regular file of `/dev/kmsg` records works too: it is read to its end and then followed,
 //!   as `tail -f` would.
-//! * `syslog`: `syslog(2)` `SYSLOG_ACTION_READ_ALL` ([`klog`]), which needs no device node
+//! * `syslog`: `syslog(2)` `SYSLOG_ACTION_READ_ALL` (the `klog` module), which needs no device node
 //!   (a container without `/dev/kmsg`), whatever `--path.sysfs` is. It does not block or
 //!   notify, so the reader polls it every [`SYSLOG_POLL_EVERY`] and finds the new records of
 //!   each read with [`syslog::Tracker`].

@@ -164,6 +164,10 @@ pub struct Poll<'a> {
 /// timestamps are told apart by their place in that sequence, so none is counted twice or
 /// lost.
 ///
+/// * The one case this cannot tell apart: the buffer wraps between two reads and a new
+///   record repeats the last ones seen exactly, message and microsecond alike; it is taken
+///   for one already counted. The kernel stamps records in nanoseconds and prints
+///   microseconds, so this needs the same message twice within a microsecond.
 /// * The first read: every line is new (the boot's backlog, as the device path counts it).
 /// * Nothing of the last read is left (the buffer wrapped past it, or was cleared): every
 ///   line with a later timestamp than the last line seen, or the same timestamp and a
