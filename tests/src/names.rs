@@ -30,10 +30,14 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_netdev_carrier_changes_total",
     "railscope_dcb_pfc_enabled",
     "railscope_netdev_ecn_marked_packets_total",
-    // The kernel log: no fixture tree has one (tests/tests/exposition/kmsg.rs reads a file of records).
+    // The kernel log: no fixture tree has one (tests/tests/exposition/kmsg.rs reads a file of
+    // records, kmsg_syslog.rs the machine's own log).
     "railscope_kmsg_events_total",
     "railscope_kmsg_records_total",
     "railscope_kmsg_event_last_seen_seconds",
+    "railscope_kmsg_dropped_events_total",
+    "railscope_kmsg_gaps_total",
+    "railscope_kmsg_reader_info",
     "railscope_gpu_xid_errors_total",
     // Present only while a sysfs read is blocked in the kernel.
     "railscope_sysfs_blocked_seconds",

@@ -9,6 +9,7 @@
 //! * [`series_budget`]: series per collector and node, as the README's table says.
 //! * [`pcie`]: PCIe links, GPU↔NIC topology, rails, GPUDirect readiness.
 //! * [`kmsg`]: kernel log events counted and followed.
+//! * [`kmsg_syslog`]: the kernel log read through `syslog(2)`, where `/dev/kmsg` cannot be opened.
 //!
 //! Run this binary with `cargo test -p railscope-tests --test exposition`, one module of it with
 //! `cargo test -p railscope-tests --test exposition golden::`, and one test with
@@ -19,5 +20,6 @@ mod first_scrape;
 mod fixture_values;
 mod golden;
 mod kmsg;
+mod kmsg_syslog;
 mod pcie;
 mod series_budget;
