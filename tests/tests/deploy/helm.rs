@@ -567,9 +567,7 @@ fn each_switch_changes_exactly_what_it_needs() {
     assert!(!out.status.success());
     assert!(text(&out).contains("enable one"), "{}", text(&out));
     // The flags the switches pass are the agent's (it parses them, then prints its version).
-    // The files the two file flags name exist in the pod only. `--collector.kmsg.reader` is
-    // the syslog(2) reader's flag, whose interface components/kernel-log states; the agent
-    // checks it where the reader is built.
+    // The files the two file flags name exist in the pod only.
     let all = render(&venv, &everything());
     let c = &all["DaemonSet/railscope"]["spec"]["template"]["spec"]["containers"][0];
     let args: Vec<&str> = c["args"]
@@ -577,11 +575,7 @@ fn each_switch_changes_exactly_what_it_needs() {
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap())
-        .filter(|a| {
-            !a.starts_with("--config.file")
-                && !a.starts_with("--web.config.file")
-                && !a.starts_with("--collector.kmsg.reader")
-        })
+        .filter(|a| !a.starts_with("--config.file") && !a.starts_with("--web.config.file"))
         .collect();
     assert!(args.len() > 6, "{args:?}");
     let out = run(Command::new(railscope_tests::binary())
