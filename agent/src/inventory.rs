@@ -50,14 +50,14 @@ pub(crate) fn families(
     expected: &Inventory,
     collection: &Collection,
     families: &[Family],
-    selection: &crate::mapping::Selection,
+    exposed: &dyn Fn(&str) -> bool,
 ) -> Vec<Family> {
     if expected.is_empty() {
         return Vec::new();
     }
     // Whether a source completed, and produced data this scrape exposes.
     let ran = |source: &str| {
-        selection.admits(source)
+        exposed(source)
             && collection
                 .outcomes
                 .iter()

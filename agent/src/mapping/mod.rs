@@ -137,7 +137,9 @@ pub(crate) fn families(
             None => {}
         }
     }
-    let inventory = crate::inventory::families(expected, collection, &out, selection);
+    let inventory = crate::inventory::families(expected, collection, &out, &|source| {
+        selection.admits(source)
+    });
     out.extend(inventory);
     out
 }
