@@ -45,7 +45,8 @@ fn port_value(families: &[Family], name: &str, device: &str, port: &str) -> Opti
 }
 
 /// The inventory families for `expected`, counting what `families` (this collection's)
-/// show.
+/// show; a kind's present count only where `exposed` admits its collector (the scrape's
+/// `collect[]` and `exclude[]`).
 pub(crate) fn families(
     expected: &Inventory,
     collection: &Collection,
