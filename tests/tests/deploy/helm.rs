@@ -203,6 +203,24 @@ fn p(path: &str, value: Value) -> Leaf {
     leaf(&format!("{POD}/{path}"), value)
 }
 
+/// What every web config variant changes: the flag, and the Secret mounted at
+/// /etc/railscope/web; then `more`.
+fn web_config_mounted(more: Vec<Leaf>) -> Vec<Leaf> {
+    let mut leaves = vec![
+        c(
+            "args/3",
+            json!("--web.config.file=/etc/railscope/web/web-config.yml"),
+        ),
+        c("volumeMounts/2/name", json!("web-config")),
+        c("volumeMounts/2/mountPath", json!("/etc/railscope/web")),
+        c("volumeMounts/2/readOnly", json!(true)),
+        p("volumes/2/name", json!("web-config")),
+        p("volumes/2/secret/secretName", json!("railscope-web")),
+    ];
+    leaves.extend(more);
+    leaves
+}
+
 /// The checkov skip annotation `n` for `check`.
 fn skip(n: u32, check: &str) -> Leaf {
     leaf(
@@ -314,16 +332,7 @@ fn variants() -> Vec<Variant> {
             component: None,
             added: &[],
             removed: &[],
-            set: vec![
-                c(
-                    "args/3",
-                    json!("--web.config.file=/etc/railscope/web/web-config.yml"),
-                ),
-                c("volumeMounts/2/name", json!("web-config")),
-                c("volumeMounts/2/mountPath", json!("/etc/railscope/web")),
-                c("volumeMounts/2/readOnly", json!(true)),
-                p("volumes/2/name", json!("web-config")),
-                p("volumes/2/secret/secretName", json!("railscope-web")),
+            set: web_config_mounted(vec![
                 c("readinessProbe/httpGet/scheme", json!("HTTPS")),
                 c("livenessProbe/httpGet/scheme", json!("HTTPS")),
                 leaf(
@@ -334,7 +343,7 @@ fn variants() -> Vec<Variant> {
                     "ServiceMonitor/railscope/spec/endpoints/0/tlsConfig/insecureSkipVerify",
                     json!(true),
                 ),
-            ],
+            ]),
             gone: vec![],
             skips: &[],
         },
@@ -346,19 +355,10 @@ fn variants() -> Vec<Variant> {
             component: None,
             added: &[],
             removed: &[],
-            set: vec![
-                c(
-                    "args/3",
-                    json!("--web.config.file=/etc/railscope/web/web-config.yml"),
-                ),
-                c("volumeMounts/2/name", json!("web-config")),
-                c("volumeMounts/2/mountPath", json!("/etc/railscope/web")),
-                c("volumeMounts/2/readOnly", json!(true)),
-                p("volumes/2/name", json!("web-config")),
-                p("volumes/2/secret/secretName", json!("railscope-web")),
+            set: web_config_mounted(vec![
                 c("readinessProbe/tcpSocket/port", json!("metrics")),
                 c("livenessProbe/tcpSocket/port", json!("metrics")),
-            ],
+            ]),
             gone: vec![
                 "DaemonSet/railscope/spec/template/spec/containers/0/readinessProbe/httpGet/path",
                 "DaemonSet/railscope/spec/template/spec/containers/0/readinessProbe/httpGet/port",
