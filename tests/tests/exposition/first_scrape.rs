@@ -20,6 +20,7 @@ const VOLATILE: &[&str] = &[
     "railscope_collector_duration_seconds",
     "railscope_collector_errors_total",
     "railscope_collector_last_errors",
+    "railscope_collector_runs_total",
     "railscope_collections_total",
     "railscope_scrape_requests_total",
     "railscope_open_files_kept",

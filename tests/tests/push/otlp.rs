@@ -33,6 +33,7 @@ const VOLATILE: &[&str] = &[
     "railscope_collections",
     "railscope_otlp_",
     "railscope_collector_last_",
+    "railscope_collector_runs",
 ];
 
 fn tree() -> PathBuf {
