@@ -334,6 +334,10 @@ fn fabric_c2c_families(gpus: &[Gpu]) -> Vec<Family> {
         "railscope_gpu_fabric_health_state",
         "The fabric's health summary, one series per state (healthy, unhealthy, limited_capacity), 1 for the current one.",
     );
+    let mut c2c_enabled = Family::gauge(
+        "railscope_gpu_c2c_enabled",
+        "1 when the GPU's C2C mode is on (NVLink-C2C to its CPU, Grace-Hopper and Grace-Blackwell), 0 when off (a PCIe or SXM GPU); no series where the driver does not say. Read with the static values.",
+    );
     let mut c2c_links = Family::gauge(
         "railscope_gpu_c2c_links",
         "NVLink-C2C links between the GPU and its CPU (Grace-Blackwell).",
@@ -388,6 +392,9 @@ fn fabric_c2c_families(gpus: &[Gpu]) -> Vec<Family> {
                 }
             }
         }
+        if let Some(on) = gpu.c2c_enabled {
+            c2c_enabled.push(gpu_labels(gpu), on);
+        }
         if let Some(c) = &gpu.c2c {
             c2c_links.push(gpu_labels(gpu), c.links);
             for (link, up, bw) in &c.link_state {
@@ -411,6 +418,7 @@ fn fabric_c2c_families(gpus: &[Gpu]) -> Vec<Family> {
         info,
         health,
         summary,
+        c2c_enabled,
         c2c_links,
         c2c_up,
         c2c_bw,
@@ -446,7 +454,7 @@ fn gpu_labels_and(gpu: &Gpu, name: &'static str, value: Label) -> Labels {
 fn identity_families(snapshot: &Snapshot) -> Vec<Family> {
     let mut info = Family::info(
         "railscope_gpu",
-        "GPU identity: index, UUID, name, serial, PCI address (sysfs form), NUMA node, driver and CUDA versions, persistence mode.",
+        "GPU identity: index, UUID, name, serial, PCI address (sysfs form), NUMA node, driver and CUDA versions, persistence mode; the module id (the GPU on its baseboard) where the driver gives it.",
     );
     let mut up = Family::gauge(
         "railscope_gpu_up",
@@ -455,6 +463,10 @@ fn identity_families(snapshot: &Snapshot) -> Vec<Family> {
     let mut state = Family::gauge(
         "railscope_gpu_state",
         "How reading the GPU went, one series per state (ok, lost, timeout, error), 1 for the current one. lost is NVML's GPU_IS_LOST (XID 79); timeout a call hanging in the driver.",
+    );
+    let mut platform = Family::info(
+        "railscope_gpu_platform",
+        "Where the GPU sits in its rack (NVML platform info, Blackwell and later): chassis serial number, slot in the chassis (switch trays counted), compute tray index, module (the GPU in its node), host (the node in its slot), NVLink peer type and the GPU's fabric GUID. Kept while the GPU is lost.",
     );
     for gpu in &snapshot.gpus {
         let id = &gpu.identity;
@@ -484,15 +496,33 @@ fn identity_families(snapshot: &Snapshot) -> Vec<Family> {
                         .unwrap_or_default()
                         .to_owned(),
                 ),
-            ],
+            ]
+            .into_iter()
+            // Only where the driver says: a label that every GPU before it lacks.
+            .chain(id.module_id.map(|m| ("module_id", m.to_string()))),
             1u64,
         );
+        if let Some(p) = &id.platform {
+            platform.push(
+                [
+                    ("gpu", gpu.index.to_string()),
+                    ("chassis_serial", p.chassis_serial.clone()),
+                    ("slot", p.slot.to_string()),
+                    ("tray", p.tray.to_string()),
+                    ("module_id", p.module_id.to_string()),
+                    ("host_id", p.host_id.to_string()),
+                    ("peer_type", p.peer_type.to_string()),
+                    ("ib_guid", p.ib_guid.clone()),
+                ],
+                1u64,
+            );
+        }
         up.push(gpu_labels(gpu), gpu.state == GpuState::Ok);
         for s in GpuState::ALL {
             state.push(gpu_labels_with(gpu, "state", s.as_str()), s == gpu.state);
         }
     }
-    vec![info, up, state]
+    vec![info, up, state, platform]
 }
 
 /// What the GPU is doing: utilization, memory in use, temperature, power, clocks and
@@ -785,6 +815,10 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
         "railscope_nvlink_symbol_ber",
         "NVLink5 symbol bit error rate (before forward error correction).",
     );
+    let mut nv_fec = Family::counter(
+        "railscope_nvlink_fec_history",
+        "NVLink5 FEC history by bin (0-15): codewords in which forward error correction corrected that many symbol errors; counts moving into the high bins mean a link near the limit of what FEC can correct. Active links only.",
+    );
     let mut nv_bytes = Family::counter(
         "railscope_nvlink_data_bytes",
         "NVLink data (payload) bytes by direction.",
@@ -833,6 +867,11 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
             if let Some(ber) = link.symbol_ber {
                 nv_symbol_ber.push(l(), ber);
             }
+            for (bin, n) in &link.fec_history {
+                let mut labels = l();
+                labels.push(("bin", Label::number(u32::from(*bin))));
+                nv_fec.push(labels, *n);
+            }
             for (direction, bytes) in [("tx", link.tx_bytes), ("rx", link.rx_bytes)] {
                 if let Some(b) = bytes {
                     let mut labels = l();
@@ -850,6 +889,7 @@ fn nvlink_families(gpus: &[Gpu]) -> Vec<Family> {
         nv_recoveries,
         nv_effective_ber,
         nv_symbol_ber,
+        nv_fec,
         nv_bytes,
     ]
 }

@@ -107,6 +107,16 @@ GPM_MEASURED = {
     "nvmlGpmMetricsGet": "load.gpm.metrics_get_us",
 }
 
+# Exported function -> the profile key of a comparable call, for a function the profile did
+# not time: what it is compared with is named in the table.
+# nvmlDeviceGetPlatformInfo copies a small struct of static board data, as
+# nvmlDeviceGetPciInfo_v3 does; nvmlDeviceGetModuleId one static integer, as
+# nvmlDeviceGetPersistenceMode does.
+COMPARABLE = {
+    "nvmlDeviceGetPlatformInfo": "GetPciInfo",
+    "nvmlDeviceGetModuleId": "GetPersistenceMode",
+}
+
 # Timed profile keys the table does not use, and why.
 UNUSED = {
     "GetBAR1MemoryInfo": "not exported by the fake",
@@ -160,6 +170,13 @@ def build():
             problems.append(f"{function}: {GPM.name} has no number at {key}")
         if function in MEASURED:
             problems.append(f"{function} is in both MEASURED and GPM_MEASURED")
+    for function, key in COMPARABLE.items():
+        if function not in exported:
+            problems.append(f"COMPARABLE names {function}, which lib.rs does not export")
+        if function in MEASURED or function in GPM_MEASURED:
+            problems.append(f"{function} is measured and in COMPARABLE")
+        if key not in timed:
+            problems.append(f"{function}: profile has no timed key {key}")
     used = {k for keys in MEASURED.values() for k in keys} | {ENERGY_CALL}
     for key in sorted(timed):
         if key not in used and key not in UNUSED:
@@ -187,6 +204,10 @@ def build():
             cpu = statistics.mean(timed[k]["cpu_us"] for k in keys)
             how = " and ".join(keys) + (" (mean)" if len(keys) > 1 else "")
             calls.append((function, cost(wall, cpu), how))
+        elif function in COMPARABLE:
+            key = COMPARABLE[function]
+            how = f"not measured: as {key}, a comparable call"
+            calls.append((function, cost(timed[key]["wall_us"], timed[key]["cpu_us"]), how))
         else:
             calls.append((function, default, "not measured: DEFAULT"))
 

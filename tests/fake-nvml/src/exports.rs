@@ -1824,6 +1824,12 @@ fn field(g: &Gpu, id: u32, scope: u32) -> Result<Value, Ret> {
                 _ => u64::from(encode_ber(n.symbol_ber)),
             }))
         }
+        // NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_{0..15}, scope = link.
+        235..=250 => {
+            let l = scoped(links(g)?)?;
+            let history = l.nvlink5.and_then(|n| n.fec_history).ok_or(NOT_SUPPORTED)?;
+            Ok(Value::Ull(history[(id - 235) as usize]))
+        }
         // NVML_FI_DEV_C2C_LINK_ERROR_{INTR,REPLAY,REPLAY_B2B}
         231..=233 => {
             let e = &c2c(g)?.errors;
@@ -2735,6 +2741,90 @@ pub unsafe extern "C" fn nvmlDeviceGetC2cModeInfoV(
             };
             // SAFETY: NVML contract (module docs).
             unsafe { put(info, out) }
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Platform
+
+/// `nvmlReturn_t nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatformInfo_t
+/// *platformInfo)`: `version` must be `nvmlPlatformInfo_v2` or `_v1` and one the fixture's
+/// `platform.versions` lists, else `ARGUMENT_VERSION_MISMATCH`; the answer is written in
+/// that version's layout (the two are the same 44 bytes under different names).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPlatformInfo(
+    device: nvmlDevice_t,
+    info: *mut nvmlPlatformInfo_t,
+) -> nvmlReturn_t {
+    const V1: c_uint = (size_of::<nvmlPlatformInfo_v1_t>() as c_uint) | (1 << 24);
+    const V2: c_uint = (size_of::<nvmlPlatformInfo_v2_t>() as c_uint) | (2 << 24);
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetPlatformInfo", device, |g, _| {
+            let p = value(g, Feature::Platform, g.platform.as_ref())?;
+            if info.is_null() {
+                return Err(INVALID_ARGUMENT);
+            }
+            // SAFETY: non-null; every version starts with the `unsigned int version` its
+            // caller set.
+            let version = unsafe { info.cast::<c_uint>().read() };
+            let asked = match version {
+                V1 => 1,
+                V2 => 2,
+                _ => return Err(VERSION_MISMATCH),
+            };
+            if !p.versions.contains(&asked) {
+                return Err(VERSION_MISMATCH);
+            }
+            let guid = p.guid_bytes().map_err(|_| UNKNOWN)?;
+            let serial = p.serial_bytes();
+            if asked == 2 {
+                let v2 = nvmlPlatformInfo_v2_t {
+                    version: V2,
+                    ibGuid: guid,
+                    chassisSerialNumber: serial,
+                    slotNumber: p.slot_number,
+                    trayIndex: p.tray_index,
+                    hostId: p.host_id,
+                    peerType: p.peer_type,
+                    moduleId: p.module_id,
+                };
+                // SAFETY: the caller's buffer is a v2 struct, as its version says.
+                unsafe { put(info, v2) }
+            } else {
+                let v1 = nvmlPlatformInfo_v1_t {
+                    version: V1,
+                    ibGuid: guid,
+                    rackGuid: serial,
+                    chassisPhysicalSlotNumber: p.slot_number,
+                    computeSlotIndex: p.tray_index,
+                    nodeIndex: p.host_id,
+                    peerType: p.peer_type,
+                    moduleId: p.module_id,
+                };
+                // SAFETY: the caller's buffer is a v1 struct, as its version says.
+                unsafe { put(info.cast::<nvmlPlatformInfo_v1_t>(), v1) }
+            }
+        })
+    })
+}
+
+/// `nvmlReturn_t nvmlDeviceGetModuleId(nvmlDevice_t device, unsigned int *moduleId)`: the
+/// fixture's `module_id`, else its `platform.module_id`, else `NOT_SUPPORTED`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetModuleId(
+    device: nvmlDevice_t,
+    module_id: *mut c_uint,
+) -> nvmlReturn_t {
+    guard(|| {
+        state::with_gpu("nvmlDeviceGetModuleId", device, |g, _| {
+            check(g, Feature::ModuleId)?;
+            let id = g
+                .module_id
+                .or_else(|| g.platform.as_ref().map(|p| c_uint::from(p.module_id)))
+                .ok_or(NOT_SUPPORTED)?;
+            // SAFETY: NVML contract (module docs).
+            unsafe { put(module_id, id) }
         })
     })
 }

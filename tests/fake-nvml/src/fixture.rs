@@ -261,6 +261,14 @@ pub struct Gpu {
     /// Absent: the fields answer `NOT_SUPPORTED`, the mode `isC2cEnabled` 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c2c: Option<C2c>,
+    /// Where the GPU sits in its rack (`nvmlDeviceGetPlatformInfo`, Blackwell and later).
+    /// Absent: `NOT_SUPPORTED`, as on every GPU before Blackwell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    /// `nvmlDeviceGetModuleId`. Absent: `platform.module_id` where there is a `platform`,
+    /// else `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_id: Option<u32>,
     /// Processes with a compute context on this GPU, in the order
     /// `nvmlDeviceGetComputeRunningProcesses{,_v2,_v3}` lists them (a MIG device handle
     /// lists those of its GPU instance and compute instance). Empty: an idle GPU, the
@@ -359,6 +367,107 @@ pub enum Feature {
     /// `nvmlDeviceGetComputeRunningProcesses{,_v2,_v3}`,
     /// `nvmlDeviceGetGraphicsRunningProcesses_v3`.
     Processes,
+    /// `nvmlDeviceGetPlatformInfo`.
+    Platform,
+    /// `nvmlDeviceGetModuleId`.
+    ModuleId,
+}
+
+/// `nvmlPlatformInfo_v2_t` (and `_v1_t`, the same bytes under older names): where a GPU
+/// sits in its rack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// `chassisSerialNumber` (v1: `rackGuid`): printable ASCII, at most 16 bytes, written
+    /// NUL-padded (a Blackwell serial is 13 bytes, so bytes 13–15 are zero).
+    pub chassis_serial: String,
+    /// The 16 bytes written instead of `chassis_serial`, for a malformed answer (bytes
+    /// that are not NUL-padded ASCII).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chassis_serial_bytes: Option<Vec<u8>>,
+    /// `ibGuid` as hex (`0x` optional): at most 16 bytes, in order, zero-padded at the end
+    /// (a Blackwell GUID is 8 bytes, so bytes 8–15 are zero).
+    pub ib_guid: String,
+    /// `slotNumber` (v1 `chassisPhysicalSlotNumber`): the slot in the chassis, switch trays
+    /// counted.
+    pub slot_number: u8,
+    /// `trayIndex` (v1 `computeSlotIndex`): the index among the compute trays.
+    pub tray_index: u8,
+    /// `hostId` (v1 `nodeIndex`): the node within the tray.
+    pub host_id: u8,
+    /// `peerType`: the platform's NVLink peer type.
+    pub peer_type: u8,
+    /// `moduleId`: the GPU within the node.
+    pub module_id: u8,
+    /// The struct versions the driver accepts (1, 2); any other version, or one not
+    /// listed, answers `ARGUMENT_VERSION_MISMATCH`. Default both.
+    #[serde(default = "Platform::all_versions")]
+    pub versions: Vec<u32>,
+}
+
+impl Platform {
+    fn all_versions() -> Vec<u32> {
+        vec![1, 2]
+    }
+
+    /// The 16 bytes of `chassisSerialNumber` as written.
+    pub fn serial_bytes(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        let src = self
+            .chassis_serial_bytes
+            .as_deref()
+            .unwrap_or(self.chassis_serial.as_bytes());
+        for (o, b) in out.iter_mut().zip(src) {
+            *o = *b;
+        }
+        out
+    }
+
+    /// The 16 bytes of `ibGuid`.
+    pub fn guid_bytes(&self) -> Result<[u8; 16], String> {
+        let hex = self.ib_guid.trim_start_matches("0x");
+        if hex.len() % 2 != 0 || hex.len() > 32 {
+            return Err(format!(
+                "ib_guid: {:?} is not up to 16 bytes of hex",
+                self.ib_guid
+            ));
+        }
+        let mut out = [0u8; 16];
+        for (i, o) in out.iter_mut().take(hex.len() / 2).enumerate() {
+            *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+                .map_err(|_| format!("ib_guid: {:?} is not hex", self.ib_guid))?;
+        }
+        Ok(out)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.chassis_serial.len() > 16
+            || !self
+                .chassis_serial
+                .bytes()
+                .all(|b| b.is_ascii_graphic() || b == b' ')
+        {
+            return Err(format!(
+                "chassis_serial: {:?} is not up to 16 printable ASCII characters",
+                self.chassis_serial
+            ));
+        }
+        if self
+            .chassis_serial_bytes
+            .as_ref()
+            .is_some_and(|b| b.len() > 16)
+        {
+            return Err("chassis_serial_bytes: more than 16 bytes".to_owned());
+        }
+        self.guid_bytes()?;
+        if self.versions.is_empty() || self.versions.iter().any(|v| !matches!(v, 1 | 2)) {
+            return Err(format!(
+                "versions: {:?} is not a non-empty list of 1 and 2",
+                self.versions
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for Feature {
@@ -979,6 +1088,11 @@ pub struct NvLink5 {
     /// Field 222 `SYMBOL_BER`, encoded like `effective_ber`.
     #[serde(default)]
     pub symbol_ber: f64,
+    /// Fields 235–250 `COUNT_FEC_HISTORY_0` … `_15`: per bin *n*, the FEC codewords in
+    /// which the decoder corrected *n* symbol errors. Absent: those fields answer
+    /// `NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec_history: Option<[u64; 16]>,
 }
 
 impl NvLink5 {
@@ -1206,6 +1320,11 @@ impl Fixture {
                         ));
                     }
                 }
+            }
+            if let Some(platform) = &gpu.platform {
+                platform
+                    .validate()
+                    .map_err(|e| format!("gpus[{i}].platform.{e}"))?;
             }
             if let Some(c2c) = &gpu.c2c {
                 c2c.validate().map_err(|e| format!("gpus[{i}].c2c.{e}"))?;

@@ -213,6 +213,8 @@ pub const EXPORTED_SYMBOLS: &[&str] = &[
     "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetComputeInstanceId",
     "nvmlDeviceGetC2cModeInfoV",
+    "nvmlDeviceGetPlatformInfo",
+    "nvmlDeviceGetModuleId",
     "nvmlDeviceGetComputeRunningProcesses",
     "nvmlDeviceGetComputeRunningProcesses_v2",
     "nvmlDeviceGetComputeRunningProcesses_v3",

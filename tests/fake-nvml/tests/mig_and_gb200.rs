@@ -263,3 +263,126 @@ fn gb200_tray_reads_back_with_its_faults() {
     assert_eq!(cluster.len(), 1, "one cluster UUID for the tray");
     assert_ne!(cluster.first(), Some(&[0u8; 16]));
 }
+
+/// `nvmlDeviceGetPlatformInfo` with the struct version `version` in a buffer of `T`.
+fn platform<T>(nvml: &Nvml, device: &Device, version: u32) -> (u32, T) {
+    // SAFETY: plain old data.
+    let mut info: T = unsafe { std::mem::zeroed() };
+    // SAFETY: every version starts with its `unsigned int version`.
+    unsafe { (&raw mut info).cast::<u32>().write(version) };
+    // SAFETY: a buffer of the struct the version names (the v1 and v2 layouts are the same
+    // 44 bytes), handle from this Nvml.
+    let rc = unsafe {
+        nvml.lib()
+            .nvmlDeviceGetPlatformInfo(device.handle(), (&raw mut info).cast())
+    };
+    (rc, info)
+}
+
+#[test]
+fn gb200_platform_info_answers_both_struct_versions_and_refuses_others() {
+    use nvml_wrapper_sys::bindings::{nvmlPlatformInfo_v1_t, nvmlPlatformInfo_v2_t};
+    const VERSION_MISMATCH: u32 = 25;
+    let v1 = (size_of::<nvmlPlatformInfo_v1_t>() as u32) | (1 << 24);
+    let v2 = (size_of::<nvmlPlatformInfo_v2_t>() as u32) | (2 << 24);
+    assert_eq!((v1, v2), (0x0100_002C, 0x0200_002C), "NVML_STRUCT_VERSION");
+    let mut fixture = shipped("gb200-tray.json");
+    fixture.gpus[1].platform.as_mut().unwrap().versions = vec![1];
+    let fake = Fake::new(&fixture);
+    let nvml = fake.nvml();
+    let gpu0 = nvml.device_by_index(0).unwrap();
+    let (rc, info) = platform::<nvmlPlatformInfo_v2_t>(&nvml, &gpu0, v2);
+    assert_eq!(rc, 0);
+    assert_eq!(info.version, v2);
+    assert_eq!(&info.chassisSerialNumber[..13], b"1823825100042");
+    assert_eq!(info.chassisSerialNumber[13..], [0, 0, 0]);
+    assert_eq!(
+        info.ibGuid,
+        [
+            0x21, 0xac, 0x5b, 0x6a, 0x52, 0x8f, 0x7c, 0x10, 0, 0, 0, 0, 0, 0, 0, 0
+        ]
+    );
+    assert_eq!(
+        (
+            info.slotNumber,
+            info.trayIndex,
+            info.hostId,
+            info.peerType,
+            info.moduleId
+        ),
+        (4, 3, 1, 2, 2)
+    );
+    let (rc, info) = platform::<nvmlPlatformInfo_v1_t>(&nvml, &gpu0, v1);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        (
+            info.chassisPhysicalSlotNumber,
+            info.computeSlotIndex,
+            info.nodeIndex,
+            info.moduleId
+        ),
+        (4, 3, 1, 2)
+    );
+    assert_eq!(&info.rackGuid[..13], b"1823825100042");
+    // A version the header does not define, and none at all.
+    for wrong in [
+        (size_of::<nvmlPlatformInfo_v2_t>() as u32) | (3 << 24),
+        0,
+        2 << 24,
+    ] {
+        assert_eq!(
+            platform::<nvmlPlatformInfo_v2_t>(&nvml, &gpu0, wrong).0,
+            VERSION_MISMATCH,
+            "version {wrong:#x}"
+        );
+    }
+    // A driver that offers v1 only.
+    let gpu1 = nvml.device_by_index(1).unwrap();
+    assert_eq!(
+        platform::<nvmlPlatformInfo_v2_t>(&nvml, &gpu1, v2).0,
+        VERSION_MISMATCH
+    );
+    let (rc, info) = platform::<nvmlPlatformInfo_v1_t>(&nvml, &gpu1, v1);
+    assert_eq!((rc, info.moduleId), (0, 1));
+    // The module id call agrees with the platform's.
+    let mut module = 0u32;
+    // SAFETY: pointer to a local, handle from this Nvml.
+    let rc = unsafe { nvml.lib().nvmlDeviceGetModuleId(gpu1.handle(), &mut module) };
+    assert_eq!((rc, module), (0, 1));
+}
+
+#[test]
+fn gb200_fec_history_has_sixteen_bins_per_link_with_the_low_ones_dominating() {
+    let fixture = shipped("gb200-tray.json");
+    let fake = Fake::new(&fixture);
+    let nvml = fake.nvml();
+    for index in 0..4u32 {
+        let gpu = nvml.device_by_index(index).unwrap();
+        for link in 0..18 {
+            let bins: Vec<u64> = (235..=250)
+                .map(|id| {
+                    let (rc, _, v) = field(&nvml, &gpu, id, link);
+                    assert_eq!(rc, 0, "GPU {index} link {link} field {id}");
+                    v
+                })
+                .collect();
+            assert!(bins[0] > bins[1] && bins[1] > bins[2], "{bins:?}");
+            let faulty = (index, link) == (2, 11);
+            assert_eq!(
+                bins[4..].iter().any(|b| *b > 0),
+                faulty,
+                "GPU {index} link {link}: {bins:?}"
+            );
+        }
+    }
+    // Before Blackwell the fields are not supported.
+    let h100 = shipped("h100-sxm-8gpu.json");
+    let fake = Fake::new(&h100);
+    let nvml = fake.nvml();
+    let gpu = nvml.device_by_index(0).unwrap();
+    assert_eq!(field(&nvml, &gpu, 235, 0).0, NOT_SUPPORTED);
+    assert_eq!(
+        platform::<[u8; 44]>(&nvml, &gpu, 0x0200_002C).0,
+        NOT_SUPPORTED
+    );
+}

@@ -130,6 +130,7 @@ fn full() -> Fixture {
         effective_ber: 1e-15,
         symbol_errors: 221,
         symbol_ber: 2.5e-12,
+        fec_history: None,
     });
     g.nvlinks[1].nvlink5 = Some(NvLink5 {
         symbol_ber: 1.2e-9,

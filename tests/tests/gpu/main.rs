@@ -3,6 +3,8 @@
 //!
 //! * [`gpu`]: health, hangs, lost GPUs, XIDs, PCIe sampling, `scripts/gpu-check`.
 //! * [`gpu_activity`]: GPM activity, MIG, energy and clock counters.
+//! * [`rack`]: GB200 NVL72 trays: platform info (chassis, slot, tray, module), C2C mode,
+//!   NVLink5 FEC history.
 //! * [`workload`]: pods, Slurm jobs and units holding GPUs and RDMA devices.
 //!
 //! Run this binary with `cargo test -p railscope-tests --test gpu`, one module of it with
@@ -11,4 +13,5 @@
 
 mod gpu;
 mod gpu_activity;
+mod rack;
 mod workload;

@@ -1,6 +1,7 @@
 //! What a GPU counts between scrapes, beyond utilization and power: energy, the time its
 //! clocks were held down per reason, the time in violation per performance policy, HBM
-//! temperature, NVLink-C2C (Grace-Blackwell) and the NVLink5 error counters.
+//! temperature, NVLink-C2C (Grace-Blackwell) and the NVLink5 error counters and FEC
+//! history.
 //!
 //! Cost (one H200, driver 580.159.04, `shared/reference/h200-nvml/`): the field ids read
 //! here cost ~26 µs each and are read in one `nvmlDeviceGetFieldValues` call per scrape;
@@ -243,8 +244,18 @@ fn read_c2c_links(
         .collect()
 }
 
-/// The NVLink5 counters of every link in `nvlinks`, in one call; a GPU that answers none
-/// of them (every GPU before Blackwell) is not asked again until the statics are read.
+/// NVLink5 FEC history, bins 0–15 (`NVML_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0` … `_15`; the
+/// same ids in both field numberings). Read for active links only.
+const FI_NVLINK_FEC_HISTORY_0: u32 = 235;
+const FEC_BINS: u32 = 16;
+
+/// The name under which an unsupported FEC history is remembered.
+const NVLINK5_FEC: &str = "nvlink5-fec-history";
+
+/// The NVLink5 counters of every link in `nvlinks`, and the FEC history of the active
+/// ones, in one call; a GPU that answers none of the counters (every GPU before Blackwell)
+/// is not asked again until the statics are read, nor is one that answers none of the
+/// FEC history bins.
 pub(super) fn read_nvlink5(
     nvml: &Nvml,
     device: &Device<'_>,
@@ -261,24 +272,51 @@ pub(super) fn read_nvlink5(
         .map(|(id, _)| *id)
         .chain([FI_NVLINK_EFFECTIVE_BER, FI_NVLINK_SYMBOL_BER])
         .collect();
-    let requests: Vec<(u32, u32)> = nvlinks
-        .iter()
-        .flat_map(|l| ids.iter().map(move |id| (*id, l.link)))
-        .collect();
+    let fec = !kept.is_unsupported(NVLINK5_FEC);
+    let fec_ids = FI_NVLINK_FEC_HISTORY_0..FI_NVLINK_FEC_HISTORY_0 + FEC_BINS;
+    // Per link: the counters, then the 16 bins when the link is active.
+    let with_fec = |l: &NvLink| fec && l.active == Some(true);
+    let mut requests: Vec<(u32, u32)> = Vec::new();
+    for l in nvlinks.iter() {
+        requests.extend(ids.iter().map(|id| (*id, l.link)));
+        if with_fec(l) {
+            requests.extend(fec_ids.clone().map(|id| (id, l.link)));
+        }
+    }
     let Some(values) = calls.code(
         "nvmlDeviceGetFieldValues",
         raw::field_counters(nvml, device, &requests),
     ) else {
         return;
     };
-    if values
+    let is_unsupported = |v: &Result<FieldCounter, u32>| matches!(v, Err(c) if unsupported(*c));
+    let fec_answers = requests
         .iter()
-        .all(|v| matches!(v, Err(c) if unsupported(*c)))
+        .zip(&values)
+        .filter(|((id, _), _)| fec_ids.contains(id));
+    let mut fec_asked = false;
+    let mut fec_supported = false;
+    for (_, v) in fec_answers {
+        fec_asked = true;
+        fec_supported |= !is_unsupported(v);
+    }
+    if fec_asked && !fec_supported {
+        kept.set_unsupported(NVLINK5_FEC);
+    }
+    if requests
+        .iter()
+        .zip(&values)
+        .filter(|((id, _), _)| !fec_ids.contains(id))
+        .all(|(_, v)| is_unsupported(v))
     {
         kept.set_unsupported(NVLINK5);
         return;
     }
-    for (link, answers) in nvlinks.iter_mut().zip(values.chunks(ids.len())) {
+    let mut offset = 0;
+    for link in nvlinks.iter_mut() {
+        let count = ids.len() + if with_fec(link) { FEC_BINS as usize } else { 0 };
+        let answers = values.get(offset..offset + count).unwrap_or_default();
+        offset += count;
         let get = |id: u32| {
             ids.iter()
                 .position(|i| *i == id)
@@ -298,6 +336,14 @@ pub(super) fn read_nvlink5(
         }
         link.effective_ber = get(FI_NVLINK_EFFECTIVE_BER).map(raw::decode_ber);
         link.symbol_ber = get(FI_NVLINK_SYMBOL_BER).map(raw::decode_ber);
+        if fec_supported {
+            link.fec_history = answers
+                .iter()
+                .skip(ids.len())
+                .zip(0u8..)
+                .filter_map(|(r, bin)| r.as_ref().ok().map(|v| (bin, v.value)))
+                .collect();
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! Two kinds of value are not read every scrape, because the driver makes them expensive
 //! (`shared/reference/h200-nvml/nvml-profile.json`, one H200, driver 580.159.04):
 //!
-//! * [`Statics`]: identity, max clocks, max PCIe generation and width, NVLink count. They
+//! * [`Statics`]: identity (with the module id and the platform info: chassis, slot,
+//!   tray), max clocks, max PCIe generation and width, NVLink count, C2C mode. They
 //!   do not change while the driver is loaded, and `nvmlDeviceGetMaxClockInfo` alone burns
 //!   1.7 ms of CPU per call (two per scrape before). Read once, again every
 //!   [`STATIC_REFRESH`], and again as soon as a GPU that was lost, timed out or failed
@@ -54,6 +55,8 @@ pub struct Statics {
     pub max_pcie: (Option<u32>, Option<u32>),
     /// NVLinks NVML knows (field 91), 0 when it does not say.
     pub nvlink_count: u32,
+    /// C2C mode (`nvmlDeviceGetC2cModeInfoV`), `None` where not supported.
+    pub c2c_enabled: Option<bool>,
 }
 
 /// A value and when it was read; `at: None` means "read again at the next chance", while
@@ -202,6 +205,7 @@ mod tests {
             max_clocks: [("sm", Some(1980)), ("memory", Some(2619))],
             max_pcie: (Some(5), Some(16)),
             nvlink_count: 18,
+            c2c_enabled: Some(false),
         }
     }
 

@@ -555,6 +555,7 @@ pub(crate) fn read_gpu(
     }
     let statics = kept.statics.value.clone().unwrap_or_default();
     gpu.identity = statics.identity.clone();
+    gpu.c2c_enabled = statics.c2c_enabled;
     gpu.persistence_mode = calls.ok(
         "nvmlDeviceGetPersistenceMode",
         device.is_in_persistent_mode(),
@@ -747,7 +748,10 @@ fn read_statics(
             .map(|p| pci_to_sysfs(&p.bus_id)),
         numa_node: calls.ok("nvmlDeviceGetNumaNodeId", device.numa_node_id()),
         minor_number: calls.ok("nvmlDeviceGetMinorNumber", device.minor_number()),
+        module_id: calls.code("nvmlDeviceGetModuleId", raw::module_id(nvml, device)),
+        platform: read_platform(nvml, device, calls),
     };
+    let c2c_enabled = calls.code("nvmlDeviceGetC2cModeInfoV", raw::c2c_mode(nvml, device));
     let max_clocks = [("sm", Clock::SM), ("memory", Clock::Memory)].map(|(name, clock)| {
         (
             name,
@@ -777,9 +781,33 @@ fn read_statics(
             max_clocks,
             max_pcie,
             nvlink_count,
+            c2c_enabled,
         },
         count_read,
     )
+}
+
+/// Where the GPU sits in its rack. Absent, and no error, where the driver has no platform
+/// info (`NOT_SUPPORTED` before Blackwell, no symbol in an older library, or neither
+/// struct version known to it); an answer whose bytes are malformed is an error of this
+/// call alone.
+fn read_platform(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+    calls: &mut Calls,
+) -> Option<Platform> {
+    const CALL: &str = "nvmlDeviceGetPlatformInfo";
+    // ARGUMENT_VERSION_MISMATCH after both versions: a driver that offers only newer ones.
+    let answer = raw::platform_info(nvml, device).map_err(|rc| if rc == 25 { 3 } else { rc });
+    match calls.code(CALL, answer)? {
+        Ok(platform) => Some(platform),
+        Err(malformed) => {
+            calls
+                .failures
+                .push((CALL, format!("malformed answer: {malformed}")));
+            None
+        }
+    }
 }
 
 /// ECC error counts and retired pages.

@@ -12,11 +12,12 @@
 use nvml_wrapper::Device;
 use nvml_wrapper::Nvml;
 use nvml_wrapper_sys::bindings::{
-    nvmlFieldValue_t, nvmlGpmMetricsGet_t, nvmlGpmSample_t, nvmlGpmSupport_t, nvmlGpuFabricInfo_t,
-    nvmlGpuFabricInfoV_t, nvmlIntNvLinkDeviceType_t, nvmlReturn_t,
+    nvmlC2cModeInfo_v1_t, nvmlFieldValue_t, nvmlGpmMetricsGet_t, nvmlGpmSample_t, nvmlGpmSupport_t,
+    nvmlGpuFabricInfo_t, nvmlGpuFabricInfoV_t, nvmlIntNvLinkDeviceType_t, nvmlPlatformInfo_v1_t,
+    nvmlPlatformInfo_v2_t, nvmlReturn_t,
 };
 
-use super::types::FabricV3;
+use super::types::{FabricV3, Platform};
 
 /// `NVML_SUCCESS`.
 const NVML_SUCCESS: u32 = 0;
@@ -223,6 +224,99 @@ fn fabric_info_v1(nvml: &Nvml, device: &Device<'_>) -> Result<(u32, u32, FabricV
             ..FabricV3::default()
         },
     ))
+}
+
+/// How a platform answer came back: decoded, or the reason it is malformed.
+pub type PlatformAnswer = Result<Platform, String>;
+
+/// Where the GPU sits in its rack (`nvmlDeviceGetPlatformInfo`): asked with
+/// `nvmlPlatformInfo_v2`, then with `_v1` when the driver answers
+/// `ARGUMENT_VERSION_MISMATCH`. The outer error is NVML's return code (`NOT_SUPPORTED`
+/// before Blackwell, `FUNCTION_NOT_FOUND` for a driver without the call, or
+/// `ARGUMENT_VERSION_MISMATCH` when the driver takes neither version).
+pub fn platform_info(nvml: &Nvml, device: &Device<'_>) -> Result<PlatformAnswer, u32> {
+    let Ok(sym) = nvml.lib().nvmlDeviceGetPlatformInfo.as_ref() else {
+        return Err(FUNCTION_NOT_FOUND);
+    };
+    // SAFETY: plain data; all-zero is valid.
+    let mut v2: nvmlPlatformInfo_v2_t = unsafe { std::mem::zeroed() };
+    // NVML_STRUCT_VERSION(PlatformInfo, 2).
+    v2.version = (std::mem::size_of::<nvmlPlatformInfo_v2_t>() as u32) | (2 << 24);
+    // SAFETY: live handle, pointer to a local of the struct whose version it carries.
+    let rc = unsafe { sym(device.handle(), &mut v2) };
+    match rc {
+        NVML_SUCCESS => {
+            return Ok(Platform::decode(
+                2,
+                &v2.ibGuid,
+                &v2.chassisSerialNumber,
+                [
+                    v2.slotNumber,
+                    v2.trayIndex,
+                    v2.hostId,
+                    v2.peerType,
+                    v2.moduleId,
+                ],
+            ));
+        }
+        VERSION_MISMATCH => {}
+        rc => return Err(rc),
+    }
+    // SAFETY: plain data; all-zero is valid.
+    let mut v1: nvmlPlatformInfo_v1_t = unsafe { std::mem::zeroed() };
+    // NVML_STRUCT_VERSION(PlatformInfo, 1).
+    v1.version = (std::mem::size_of::<nvmlPlatformInfo_v1_t>() as u32) | (1 << 24);
+    // SAFETY: live handle; the v1 struct is what its version says, and the function reads
+    // the version before it writes anything (the header types the parameter as the
+    // current version only).
+    let rc = unsafe {
+        sym(
+            device.handle(),
+            (&raw mut v1).cast::<nvmlPlatformInfo_v2_t>(),
+        )
+    };
+    if rc != NVML_SUCCESS {
+        return Err(rc);
+    }
+    Ok(Platform::decode(
+        1,
+        &v1.ibGuid,
+        &v1.rackGuid,
+        [
+            v1.chassisPhysicalSlotNumber,
+            v1.computeSlotIndex,
+            v1.nodeIndex,
+            v1.peerType,
+            v1.moduleId,
+        ],
+    ))
+}
+
+/// `nvmlDeviceGetModuleId` (not wrapped): the GPU module on its baseboard.
+pub fn module_id(nvml: &Nvml, device: &Device<'_>) -> Result<u32, u32> {
+    let Ok(sym) = nvml.lib().nvmlDeviceGetModuleId.as_ref() else {
+        return Err(FUNCTION_NOT_FOUND);
+    };
+    let mut id = 0u32;
+    // SAFETY: live handle, pointer to a local.
+    let rc = unsafe { sym(device.handle(), &mut id) };
+    if rc == NVML_SUCCESS { Ok(id) } else { Err(rc) }
+}
+
+/// `nvmlDeviceGetC2cModeInfoV` (not wrapped): whether C2C mode is on. The header's
+/// `nvmlC2cModeInfo_v1_t` has no version member, so nothing is set before the call.
+pub fn c2c_mode(nvml: &Nvml, device: &Device<'_>) -> Result<bool, u32> {
+    let Ok(sym) = nvml.lib().nvmlDeviceGetC2cModeInfoV.as_ref() else {
+        return Err(FUNCTION_NOT_FOUND);
+    };
+    let mut info = nvmlC2cModeInfo_v1_t { isC2cEnabled: 0 };
+    // SAFETY: live handle, pointer to a local of the documented struct.
+    let rc = unsafe { sym(device.handle(), &mut info) };
+    if rc == NVML_SUCCESS {
+        Ok(info.isC2cEnabled != 0)
+    } else {
+        Err(rc)
+    }
 }
 
 /// 16 bytes in the usual UUID spelling.

@@ -62,6 +62,90 @@ pub struct Identity {
     pub numa_node: Option<u32>,
     /// The minor number of its device node (`/dev/nvidiaN`).
     pub minor_number: Option<u32>,
+    /// `nvmlDeviceGetModuleId`: the GPU module on its baseboard or in its node (1 on a
+    /// real H200; 0 on products without a baseboard).
+    pub module_id: Option<u32>,
+    /// Where the GPU sits in its rack (`nvmlDeviceGetPlatformInfo`, Blackwell and later).
+    pub platform: Option<Platform>,
+}
+
+/// Where a GPU sits in its rack, from `nvmlDeviceGetPlatformInfo` (`nvmlPlatformInfo_v2_t`,
+/// or `_v1_t` on a driver that offers only that; the two are the same bytes under different
+/// names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Platform {
+    /// The struct version the driver answered: 2 or 1.
+    pub version: u32,
+    /// `chassisSerialNumber` (v1 `rackGuid`): the serial number of the chassis (the rack of
+    /// an NVL72) that holds the GPU, ASCII up to its NUL padding.
+    pub chassis_serial: String,
+    /// `slotNumber` (v1 `chassisPhysicalSlotNumber`): the slot in the chassis, switch trays
+    /// counted.
+    pub slot: u8,
+    /// `trayIndex` (v1 `computeSlotIndex`): the index among the chassis's compute trays.
+    pub tray: u8,
+    /// `hostId` (v1 `nodeIndex`): the node within the slot.
+    pub host_id: u8,
+    /// `peerType`: the platform's NVLink peer type (whether a switch is present), raw.
+    pub peer_type: u8,
+    /// `moduleId`: the GPU within the node.
+    pub module_id: u8,
+    /// `ibGuid`: the GPU's fabric GUID as NVML tools print it (`0x` and hex), empty when
+    /// the driver gives none (all zero).
+    pub ib_guid: String,
+}
+
+impl Platform {
+    /// Decodes the bytes of an answer; a chassis serial that is not printable ASCII padded
+    /// with NULs is malformed, and the whole answer with it.
+    pub fn decode(
+        version: u32,
+        ib_guid: &[u8; 16],
+        chassis_serial: &[u8; 16],
+        [slot, tray, host_id, peer_type, module_id]: [u8; 5],
+    ) -> Result<Platform, String> {
+        Ok(Platform {
+            version,
+            chassis_serial: ascii_nul_padded(chassis_serial)
+                .map_err(|e| format!("chassis serial number {e}"))?,
+            slot,
+            tray,
+            host_id,
+            peer_type,
+            module_id,
+            ib_guid: guid_hex(ib_guid),
+        })
+    }
+}
+
+/// Bytes that hold printable ASCII (space included) followed by NULs only, as that text.
+pub fn ascii_nul_padded(bytes: &[u8]) -> Result<String, String> {
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    let (text, padding) = bytes.split_at(end);
+    let hex = || bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    if !text.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        return Err(format!("is not printable ASCII (bytes {})", hex()));
+    }
+    if padding.iter().any(|b| *b != 0) {
+        return Err(format!("has bytes after its NUL padding (bytes {})", hex()));
+    }
+    Ok(String::from_utf8_lossy(text).into_owned())
+}
+
+/// A GUID of up to 16 bytes as `0x` and lower-case hex in byte order, without the zero
+/// bytes that pad it at the end (a Blackwell GUID is 8 bytes of 16); empty when all zero.
+pub fn guid_hex(bytes: &[u8]) -> String {
+    let len = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    if len == 0 {
+        return String::new();
+    }
+    // Whole 8-byte words: an 8-byte GUID that ends in a zero byte keeps it.
+    let len = len.div_ceil(8) * 8;
+    let hex: String = bytes[..len.min(bytes.len())]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("0x{hex}")
 }
 
 /// One NVLink.
@@ -91,6 +175,10 @@ pub struct NvLink {
     pub effective_ber: Option<f64>,
     /// NVLink5 symbol bit error rate (field 222, decoded).
     pub symbol_ber: Option<f64>,
+    /// NVLink5 FEC history (fields 235–250): per bin *n*, the codewords in which the FEC
+    /// decoder corrected *n* symbol errors, bins 0–15; empty where not read (an inactive
+    /// link, a GPU before Blackwell).
+    pub fec_history: Vec<(u8, u64)>,
 }
 
 /// GPU activity over the window between two GPM samples (`nvmlGpmMetricsGet`).
@@ -242,6 +330,9 @@ pub struct Gpu {
     pub fabric_v3: Option<FabricV3>,
     /// NVLink-C2C; `None` where the GPU has none.
     pub c2c: Option<C2c>,
+    /// Whether C2C mode is on (`nvmlDeviceGetC2cModeInfoV`, read with the statics); `None`
+    /// where the driver does not say (`NOT_SUPPORTED`).
+    pub c2c_enabled: Option<bool>,
     /// NVLinks.
     pub nvlinks: Vec<NvLink>,
     /// Processes running compute work on it: (pid, GPU instance in MIG mode).
@@ -257,6 +348,76 @@ pub struct Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bytes16(prefix: &[u8]) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..prefix.len()].copy_from_slice(prefix);
+        b
+    }
+
+    #[test]
+    fn a_chassis_serial_is_the_ascii_before_its_nul_padding() {
+        // A Blackwell serial: 13 bytes, bytes 13–15 zero.
+        assert_eq!(
+            ascii_nul_padded(&bytes16(b"1823825185529")).as_deref(),
+            Ok("1823825185529")
+        );
+        // All 16 bytes used, no NUL.
+        assert_eq!(
+            ascii_nul_padded(b"ABCDEFGHIJKLMNOP").as_deref(),
+            Ok("ABCDEFGHIJKLMNOP")
+        );
+        assert_eq!(ascii_nul_padded(&[0u8; 16]).as_deref(), Ok(""));
+        assert_eq!(ascii_nul_padded(&bytes16(b"R 1-A")).as_deref(), Ok("R 1-A"));
+    }
+
+    #[test]
+    fn a_chassis_serial_with_other_bytes_is_malformed() {
+        let control = ascii_nul_padded(&bytes16(b"18238\x0125")).unwrap_err();
+        assert!(control.contains("not printable ASCII"), "{control}");
+        assert!(control.contains("3138323338"), "names the bytes: {control}");
+        assert!(ascii_nul_padded(&bytes16(&[0x31, 0xff, 0x32])).is_err());
+        let after = ascii_nul_padded(&bytes16(&[0x31, 0x00, 0x32])).unwrap_err();
+        assert!(after.contains("after its NUL padding"), "{after}");
+    }
+
+    #[test]
+    fn guids_print_as_hex_without_their_zero_padding() {
+        // Blackwell: 8 bytes of 16.
+        assert_eq!(
+            guid_hex(&bytes16(&[0x21, 0xac, 0x5b, 0x6a, 0x52, 0x8f, 0x7c, 0xf5])),
+            "0x21ac5b6a528f7cf5"
+        );
+        // An 8-byte GUID whose last byte is zero keeps it.
+        assert_eq!(
+            guid_hex(&bytes16(&[0x21, 0xac, 0x5b, 0x6a, 0x52, 0x8f, 0x7c, 0x00])),
+            "0x21ac5b6a528f7c00"
+        );
+        // All 16 bytes.
+        assert_eq!(guid_hex(&[0xab; 16]), "0xabababababababababababababababab");
+        assert_eq!(guid_hex(&[0u8; 16]), "");
+    }
+
+    #[test]
+    fn a_platform_answer_decodes_or_fails_as_a_whole() {
+        let guid = bytes16(&[0x21, 0xac, 0x5b, 0x6a, 0x52, 0x8f, 0x7c, 0xf5]);
+        let p = Platform::decode(2, &guid, &bytes16(b"1823825185529"), [5, 4, 1, 2, 2]).unwrap();
+        assert_eq!(
+            p,
+            Platform {
+                version: 2,
+                chassis_serial: "1823825185529".to_owned(),
+                slot: 5,
+                tray: 4,
+                host_id: 1,
+                peer_type: 2,
+                module_id: 2,
+                ib_guid: "0x21ac5b6a528f7cf5".to_owned(),
+            }
+        );
+        let bad = Platform::decode(2, &guid, &bytes16(&[0x80]), [5, 4, 1, 2, 2]).unwrap_err();
+        assert!(bad.starts_with("chassis serial number"), "{bad}");
+    }
 
     #[test]
     fn a_mig_profile_is_read_from_the_device_name() {

@@ -15,7 +15,7 @@ pub(crate) const DEFAULT: Cost = Cost::ns(2_339, 2_335);
 
 /// Every NVML function the fake exports, sorted by name (`binary_search` relies on it).
 #[rustfmt::skip]
-pub(crate) const CALLS: [(&str, Cost); 93] = [
+pub(crate) const CALLS: [(&str, Cost); 95] = [
     // not measured: DEFAULT
     ("nvmlDeviceGetC2cModeInfoV", Cost::ns(2_339, 2_335)),
     // GetClockInfo_SM
@@ -98,6 +98,8 @@ pub(crate) const CALLS: [(&str, Cost); 93] = [
     ("nvmlDeviceGetMigMode", Cost::ns(2_339, 2_335)),
     // not measured: DEFAULT
     ("nvmlDeviceGetMinorNumber", Cost::ns(2_339, 2_335)),
+    // not measured: as GetPersistenceMode, a comparable call
+    ("nvmlDeviceGetModuleId", Cost::ns(6_117, 6_120)),
     // not measured: DEFAULT
     ("nvmlDeviceGetName", Cost::ns(2_339, 2_335)),
     // not measured: DEFAULT
@@ -126,6 +128,8 @@ pub(crate) const CALLS: [(&str, Cost); 93] = [
     ("nvmlDeviceGetPcieThroughput", Cost::ns(20_990_080, 906_248)),
     // GetPersistenceMode
     ("nvmlDeviceGetPersistenceMode", Cost::ns(6_117, 6_120)),
+    // not measured: as GetPciInfo, a comparable call
+    ("nvmlDeviceGetPlatformInfo", Cost::ns(1_977, 1_977)),
     // not measured: DEFAULT
     ("nvmlDeviceGetPowerManagementLimit", Cost::ns(2_339, 2_335)),
     // GetPowerUsage
