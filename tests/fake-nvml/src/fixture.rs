@@ -426,7 +426,7 @@ impl Platform {
     /// The 16 bytes of `ibGuid`.
     pub fn guid_bytes(&self) -> Result<[u8; 16], String> {
         let hex = self.ib_guid.trim_start_matches("0x");
-        if hex.len() % 2 != 0 || hex.len() > 32 {
+        if !hex.len().is_multiple_of(2) || hex.len() > 32 {
             return Err(format!(
                 "ib_guid: {:?} is not up to 16 bytes of hex",
                 self.ib_guid

@@ -1,5 +1,6 @@
 //! Step 10, GPU health: XIDs by class, uncorrected ECC errors, row remapping, recovery actions,
-//! throttling and XID event registration.
+//! throttling and XID event registration; each GPU named with its tray, slot and module where
+//! platform info gives them.
 
 use super::rules::{XID_HARDWARE, XID_WARNING};
 use super::{Finding, Node, Severity, count, ok, skip};
@@ -43,9 +44,26 @@ pub(super) fn gpu_health(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// How GPU `id` is named in findings: with its compute tray, slot and module where platform
+/// info gives them (Blackwell and later), so a technician finds it in the rack.
+fn gpu_name(facts: &Facts, id: &str) -> String {
+    match facts
+        .matching("railscope_gpu_platform_info", &[("gpu", id)])
+        .next()
+    {
+        Some(p) => format!(
+            "GPU {id} (tray {}, slot {}, module {})",
+            p.label("tray"),
+            p.label("slot"),
+            p.label("module_id")
+        ),
+        None => format!("GPU {id}"),
+    }
+}
+
 /// The XIDs NVML events counted for GPU `id`, by class.
 fn xids(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
-    let subject = format!("GPU {id}");
+    let subject = gpu_name(facts, id);
     let key = [("gpu", id)];
     let mut xids: Vec<(u32, f64)> = facts
         .matching("railscope_gpu_xid_errors_total", &key)
@@ -57,7 +75,7 @@ fn xids(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
         let (severity, alert) = xid_severity(code);
         let mut f = Finding::new(severity, "xid", subject.clone())
             .summary(format!(
-                "GPU {id} logged XID {code} ({} seen through NVML events)",
+                "{subject} logged XID {code} ({} seen through NVML events)",
                 count(n as usize, "event", "events")
             ))
             .evidence(
@@ -79,7 +97,7 @@ fn xids(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
 
 /// Uncorrected ECC errors and row remapping of GPU `id`.
 fn memory(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
-    let subject = format!("GPU {id}");
+    let subject = gpu_name(facts, id);
     let key = [("gpu", id)];
     if let Some(n) = facts.value(
         "railscope_gpu_ecc_errors_total",
@@ -88,7 +106,7 @@ fn memory(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
     {
         out.push(
             Finding::new(Severity::Critical, "ecc_uncorrected", subject.clone())
-                .summary(format!("GPU {id} has {} since the driver loaded", count(n as usize, "uncorrected ECC error", "uncorrected ECC errors")))
+                .summary(format!("{subject} has {} since the driver loaded", count(n as usize, "uncorrected ECC error", "uncorrected ECC errors")))
                 .evidence("volatile uncorrected ECC errors", format!("{n}"), "NVML nvmlDeviceGetTotalEccErrors")
                 .meaning("Uncorrectable memory errors kill the process that hit them and may corrupt results.")
                 .fix("Drain the node and reset the GPU (row remapping takes effect then); replace it if errors return.")
@@ -98,7 +116,7 @@ fn memory(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
     if facts.value("railscope_gpu_remapped_rows_failure", &key) == Some(1.0) {
         out.push(
             Finding::new(Severity::Critical, "row_remap_failure", subject.clone())
-                .summary(format!("GPU {id}: a row remapping failed"))
+                .summary(format!("{subject}: a row remapping failed"))
                 .evidence("row remap failure", "1", "NVML nvmlDeviceGetRemappedRows")
                 .meaning("The GPU ran out of spare rows: its memory can no longer be repaired.")
                 .fix("Replace the GPU.")
@@ -107,7 +125,7 @@ fn memory(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
     } else if facts.value("railscope_gpu_remapped_rows_pending", &key) == Some(1.0) {
         out.push(
             Finding::new(Severity::Warning, "row_remap_pending", subject.clone())
-                .summary(format!("GPU {id}: a row remap is pending"))
+                .summary(format!("{subject}: a row remap is pending"))
                 .evidence("row remap pending", "1", "NVML nvmlDeviceGetRemappedRows")
                 .meaning("A bad memory row is remapped only at the next GPU reset; until then it may raise ECC errors.")
                 .fix("Reset the GPU when the node is drained (nvidia-smi -r -i <gpu>).")
@@ -118,7 +136,7 @@ fn memory(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
 
 /// What the driver says of GPU `id`: a recovery action, throttling, XID events it cannot deliver.
 fn driver(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
-    let subject = format!("GPU {id}");
+    let subject = gpu_name(facts, id);
     let key = [("gpu", id)];
     if let Some(a) = facts
         .matching("railscope_gpu_recovery_action", &key)
@@ -127,7 +145,7 @@ fn driver(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
         out.push(
             Finding::new(Severity::Critical, "recovery_action", subject.clone())
                 .summary(format!(
-                    "GPU {id}: the driver asks for {}",
+                    "{subject}: the driver asks for {}",
                     a.label("action")
                 ))
                 .evidence(
@@ -157,7 +175,7 @@ fn driver(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
     if !throttles.is_empty() {
         out.push(
             Finding::new(Severity::Warning, "throttling", subject.clone())
-                .summary(format!("GPU {id} is throttled: {}", throttles.join(", ")))
+                .summary(format!("{subject} is throttled: {}", throttles.join(", ")))
                 .evidence("clock event reasons", throttles.join(", "), "NVML nvmlDeviceGetCurrentClocksEventReasons")
                 .meaning("Thermal or power-brake slowdown runs the GPU below its clocks: the whole job waits for the slowest GPU.")
                 .fix("Check the node's cooling and power supply (nvidia-smi -q -d PERFORMANCE,TEMPERATURE).")
@@ -170,7 +188,7 @@ fn driver(facts: &Facts, id: &str, out: &mut Vec<Finding>) {
     if !lost && facts.value("railscope_gpu_xid_events_registered", &key) == Some(0.0) {
         out.push(
             Finding::new(Severity::Warning, "xid_events", subject.clone())
-                .summary(format!("GPU {id}: XID events could not be registered"))
+                .summary(format!("{subject}: XID events could not be registered"))
                 .evidence("XID events registered", "0", "NVML nvmlDeviceRegisterEvents")
                 .meaning("XIDs of this GPU are seen only in the kernel log.")
                 .fix("Run the agent with the rights NVML events need; the kmsg collector still reads XIDs from /dev/kmsg.")

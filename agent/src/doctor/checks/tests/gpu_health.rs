@@ -12,6 +12,14 @@ table! { "gpu";
     hardware_xid_is_critical: [gpu("0"), r#"railscope_gpu_xid_errors_total{gpu="0",xid="79"} 1"#] => [
         Critical "xid" "GPU 0 logged XID 79 (1 event seen through NVML events)",
     ];
+    /// Blackwell and later: the finding says where the GPU sits.
+    a_gpu_is_named_with_its_tray_slot_and_module: [
+        gpu("0"),
+        r#"railscope_gpu_platform_info{gpu="0",chassis_serial="1823825100042",slot="4",tray="3",module_id="2",host_id="1",peer_type="2",ib_guid="0x21ac5b6a528f7c10"} 1"#,
+        r#"railscope_gpu_xid_errors_total{gpu="0",xid="79"} 1"#,
+    ] => [
+        Critical "xid" "GPU 0 (tray 3, slot 4, module 2) logged XID 79",
+    ];
     warning_xid_is_a_warning: [gpu("0"), r#"railscope_gpu_xid_errors_total{gpu="0",xid="94"} 2"#] => [
         Warning "xid" "GPU 0 logged XID 94 (2 events",
     ];
