@@ -195,7 +195,8 @@ fn fec_history_is_exported_per_active_link_and_moves_when_high_bins_rise() {
     // One link down: it has no FEC history.
     f.gpus[0].nvlinks[17].active = false;
     f.save(&live).unwrap();
-    let agent = GpuAgent::start(&live, &[]);
+    // Read every second rather than every 30 s, so that the rise shows within the poll.
+    let agent = GpuAgent::start(&live, &["--collector.gpu.fec-history-interval=1s"]);
     let (text, _) = agent.scrape("5");
     promtool_check_metrics(&text);
     let s = parse_samples(&text);
@@ -243,4 +244,33 @@ fn fec_history_is_exported_per_active_link_and_moves_when_high_bins_rise() {
     assert_eq!(bin(&s, "1", "5", "15"), 1500.0);
     assert_eq!(bin(&s, "1", "4", "15"), 0.0, "its neighbour stays clean");
     assert_eq!(errors(&s), 0.0);
+}
+
+#[test]
+fn a_fec_history_interval_of_zero_turns_the_fec_history_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, _) = live_fixture(dir.path(), "gb200-tray.json");
+    let agent = GpuAgent::start(&live, &["--collector.gpu.fec-history-interval=0"]);
+    let s = agent.samples();
+    assert!(find(&s, "railscope_nvlink_fec_history_total", &[]).is_empty());
+    assert!(
+        !find(&s, "railscope_nvlink_errors_total", &[]).is_empty(),
+        "the other NVLink5 counters stay"
+    );
+    assert_eq!(errors(&s), 0.0);
+    // Shorter than a second stops start-up, naming the option.
+    let refused = std::process::Command::new(railscope_tests::binary())
+        .args([
+            "--web.listen-address=127.0.0.1:0",
+            "--collector.gpu.fec-history-interval=500ms",
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--collector.gpu.fec-history-interval")
+            && stderr.contains("shorter than 1s"),
+        "{stderr}"
+    );
 }

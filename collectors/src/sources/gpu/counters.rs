@@ -262,6 +262,7 @@ pub(super) fn read_nvlink5(
     nvlinks: &mut [NvLink],
     kept: &mut Kept,
     calls: &mut Calls,
+    (read_fec, now): (bool, Instant),
 ) {
     if nvlinks.is_empty() || kept.is_unsupported(NVLINK5) {
         return;
@@ -272,7 +273,7 @@ pub(super) fn read_nvlink5(
         .map(|(id, _)| *id)
         .chain([FI_NVLINK_EFFECTIVE_BER, FI_NVLINK_SYMBOL_BER])
         .collect();
-    let fec = !kept.is_unsupported(NVLINK5_FEC);
+    let fec = read_fec && !kept.is_unsupported(NVLINK5_FEC);
     let fec_ids = FI_NVLINK_FEC_HISTORY_0..FI_NVLINK_FEC_HISTORY_0 + FEC_BINS;
     // Per link: the counters, then the 16 bins when the link is active.
     let with_fec = |l: &NvLink| fec && l.active == Some(true);
@@ -303,6 +304,11 @@ pub(super) fn read_nvlink5(
     if fec_asked && !fec_supported {
         kept.set_unsupported(NVLINK5_FEC);
     }
+    let fec_clean = requests
+        .iter()
+        .zip(&values)
+        .filter(|((id, _), _)| fec_ids.contains(id))
+        .all(|(_, v)| v.is_ok());
     if requests
         .iter()
         .zip(&values)
@@ -343,7 +349,23 @@ pub(super) fn read_nvlink5(
                 .zip(0u8..)
                 .filter_map(|(r, bin)| r.as_ref().ok().map(|v| (bin, v.value)))
                 .collect();
+        } else if !fec && link.active == Some(true) {
+            link.fec_history = kept
+                .fec_history
+                .value
+                .iter()
+                .find(|(l, _)| *l == link.link)
+                .map(|(_, bins)| bins.clone())
+                .unwrap_or_default();
         }
+    }
+    if fec_asked {
+        let bins = nvlinks
+            .iter()
+            .filter(|l| !l.fec_history.is_empty())
+            .map(|l| (l.link, l.fec_history.clone()))
+            .collect();
+        kept.fec_history.set(bins, now, fec_clean);
     }
 }
 

@@ -18,6 +18,10 @@
 //!   [`REPLAYS_EVERY`], the last value exported in between. A counter read on a cadence
 //!   stays exact; it only lags.
 //!
+//! * The NVLink5 FEC history (16 field ids per active link, 288 on an 18-link GPU, about
+//!   3 ms of CPU a GPU at 10 µs a field id): read every [`FEC_HISTORY_EVERY`], the last
+//!   bins exported in between. Its alert takes rates over tens of minutes, which a 30 s lag
+//!   does not change.
 //! * The energy counter (`nvmlDeviceGetTotalEnergyConsumption`, 4.3 ms of CPU): read every
 //!   [`ENERGY_EVERY`]; the violation counters (`nvmlDeviceGetViolationStatus`, 0.8 ms per
 //!   policy, eight policies) every [`VIOLATIONS_EVERY`].
@@ -37,6 +41,10 @@ pub const STATIC_REFRESH: Duration = Duration::from_secs(600);
 
 /// How often the PCIe replay counter is read.
 pub const REPLAYS_EVERY: Duration = Duration::from_secs(30);
+
+/// How often the NVLink5 FEC history is read unless `--collector.gpu.fec-history-interval`
+/// says otherwise.
+pub const FEC_HISTORY_EVERY: Duration = Duration::from_secs(30);
 
 /// How often the energy counter is read.
 pub const ENERGY_EVERY: Duration = Duration::from_secs(60);
@@ -103,6 +111,8 @@ pub struct Kept {
     pub links: Vec<(u32, LinkIdentity)>,
     /// The PCIe replay counter.
     pub replays: Timed<Option<u32>>,
+    /// The NVLink5 FEC history bins, by active link.
+    pub fec_history: Timed<Vec<(u32, Vec<(u8, u64)>)>>,
     /// The energy counter, mJ.
     pub energy: Timed<Option<u64>>,
     /// Violation time per policy, ns.
@@ -137,6 +147,11 @@ impl Kept {
         }
     }
 
+    /// Whether a reading at `now` reads the FEC history, read every `every` (zero: never).
+    pub fn fec_history_due(&self, now: Instant, every: Duration) -> bool {
+        !every.is_zero() && self.fec_history.due(now, every)
+    }
+
     /// Forgets what was unsupported, so that it is asked again (with the statics).
     pub fn forget_unsupported(&mut self) {
         self.unsupported.clear();
@@ -160,6 +175,7 @@ impl Kept {
     pub fn invalidate(&mut self) {
         self.statics.at = None;
         self.replays.at = None;
+        self.fec_history.at = None;
         self.energy.at = None;
         self.violations.at = None;
         self.links.clear();
@@ -270,6 +286,29 @@ mod tests {
         kept.replays.set(Some(4), t1, true);
         assert!(!kept.plan(t1 + Duration::from_secs(10)).statics);
         assert_eq!(kept.identity().uuid.as_deref(), Some("GPU-b"));
+    }
+
+    #[test]
+    fn the_fec_history_is_read_on_its_interval_and_again_after_a_loss() {
+        let t0 = Instant::now();
+        let mut kept = Kept::default();
+        kept.fec_history
+            .set(vec![(0, vec![(0, 9), (1, 2)])], t0, true);
+        for after in [1, 29, 30, 31] {
+            let due = kept.fec_history_due(t0 + Duration::from_secs(after), FEC_HISTORY_EVERY);
+            assert_eq!(due, after >= 30, "fec history {after} s after");
+        }
+        assert!(
+            !kept.fec_history_due(t0 + Duration::from_secs(60), Duration::ZERO),
+            "off"
+        );
+        kept.invalidate();
+        assert!(kept.fec_history_due(t0 + Duration::from_secs(1), FEC_HISTORY_EVERY));
+        assert_eq!(
+            kept.fec_history.value,
+            vec![(0, vec![(0, 9), (1, 2)])],
+            "still shown"
+        );
     }
 
     #[test]

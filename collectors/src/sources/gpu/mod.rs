@@ -55,7 +55,7 @@ use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 
-pub use kept::{ENERGY_EVERY, REPLAYS_EVERY, STATIC_REFRESH, VIOLATIONS_EVERY};
+pub use kept::{ENERGY_EVERY, FEC_HISTORY_EVERY, REPLAYS_EVERY, STATIC_REFRESH, VIOLATIONS_EVERY};
 pub use types::*;
 
 use gpm::GpmState;
@@ -83,6 +83,11 @@ pub const SPEC: Spec = Spec {
             help: "The shortest time between two of NVML's 20 ms PCIe throughput samples (TX and RX, 21 ms each) that the background sampler takes of a GPU without PCIe byte counters, once a scrape has read the last (default 5s, at least 1s); 0 turns PCIe traffic off. Byte counters are read every second, faster under traffic.",
             kind: OptionKind::Path,
         },
+        OptionSpec {
+            name: "fec-history-interval",
+            help: "How often the NVLink5 FEC history (railscope_nvlink_fec_history_total, 16 field ids per active link) is read (default 30s, at least 1s); 0 turns it off. The last bins read are exported in between.",
+            kind: OptionKind::Path,
+        },
     ],
 };
 
@@ -98,6 +103,8 @@ pub struct GpuSource {
     library: String,
     /// `--collector.gpu.pcie-throughput-interval`; zero turns the PCIe sampler off.
     pcie_interval: Duration,
+    /// `--collector.gpu.fec-history-interval`; zero turns the NVLink5 FEC history off.
+    fec_history_interval: Duration,
     runtime: Mutex<Option<Arc<Runtime>>>,
     /// The state each GPU had in the last collection, for logging changes once.
     states: Mutex<HashMap<u32, GpuState>>,
@@ -186,9 +193,16 @@ impl GpuSource {
         GpuSource {
             library: library.into(),
             pcie_interval,
+            fec_history_interval: FEC_HISTORY_EVERY,
             runtime: Mutex::new(None),
             states: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same source, reading the NVLink5 FEC history every `interval` (zero: never).
+    pub fn with_fec_history_interval(mut self, interval: Duration) -> Self {
+        self.fec_history_interval = interval;
+        self
     }
 
     fn runtime(&self) -> Result<(&'static Nvml, Arc<Runtime>), String> {
@@ -301,7 +315,19 @@ impl Source for GpuSource {
                 reason,
             })?,
         };
-        Ok(GpuSource::new(library, pcie_interval))
+        let fec_history_interval = match options.get("fec-history-interval") {
+            None => FEC_HISTORY_EVERY,
+            Some(text) => sampler::parse_interval_or_off(
+                text,
+                "0 turns the FEC history off",
+                "16 field ids per active link",
+            )
+            .map_err(|reason| SourceBuildError {
+                option: "fec-history-interval".to_owned(),
+                reason,
+            })?,
+        };
+        Ok(GpuSource::new(library, pcie_interval).with_fec_history_interval(fec_history_interval))
     }
 
     fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
@@ -317,6 +343,7 @@ impl Source for GpuSource {
             .map(|i| format!("gpu{i}"))
             .collect();
         let width = keys.len();
+        let fec_every = self.fec_history_interval;
         let unit_rt = Arc::clone(&rt);
         let units = run.each(keys, width, move |key| {
             let index = key.trim_start_matches("gpu").parse().unwrap_or(u32::MAX);
@@ -326,6 +353,7 @@ impl Source for GpuSource {
                 unit_rt.kept(index),
                 unit_rt.gpm.get(index as usize),
                 unit_rt.sampler.as_deref(),
+                fec_every,
             )
         });
         let mut units: HashMap<u32, Unit<(Gpu, Kept)>> = units
@@ -514,6 +542,7 @@ pub(crate) fn read_gpu(
     mut kept: Kept,
     gpm: Option<&Mutex<GpmState>>,
     sampler: Option<&Sampler>,
+    fec_every: Duration,
 ) -> (Gpu, Kept) {
     let mut gpu = Gpu {
         index,
@@ -644,7 +673,15 @@ pub(crate) fn read_gpu(
     }
 
     gpu.nvlinks = read_nvlinks(nvml, &device, statics.nvlink_count, &mut kept, &mut calls);
-    counters::read_nvlink5(nvml, &device, &mut gpu.nvlinks, &mut kept, &mut calls);
+    let read_fec = kept.fec_history_due(now, fec_every);
+    counters::read_nvlink5(
+        nvml,
+        &device,
+        &mut gpu.nvlinks,
+        &mut kept,
+        &mut calls,
+        (read_fec, now),
+    );
     if !calls.lost
         && let Some(sampler) = sampler
     {

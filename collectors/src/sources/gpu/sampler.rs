@@ -89,12 +89,18 @@ const MAX_PENDING_ERRORS: usize = 256;
 /// Parses `--collector.gpu.pcie-throughput-interval`: `0` (off) or a duration of at least
 /// [`MIN_INTERVAL`] such as `5s`, `1500ms`, `1m`.
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    parse_interval_or_off(
+        text,
+        "0 turns the PCIe sampler off",
+        "each sample of a GPU without byte counters blocks 42 ms",
+    )
+}
+
+/// Parses an interval option: `0` (`zero` says what it does) or a duration of at least
+/// [`MIN_INTERVAL`] such as `5s`, `1500ms`, `1m` (`why_min` says why not shorter).
+pub fn parse_interval_or_off(text: &str, zero: &str, why_min: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let bad = || {
-        format!(
-            "{text:?} is not a duration such as 5s, 1500ms or 1m (0 turns the PCIe sampler off)"
-        )
-    };
+    let bad = || format!("{text:?} is not a duration such as 5s, 1500ms or 1m ({zero})");
     if text == "0" {
         return Ok(Duration::ZERO);
     }
@@ -127,7 +133,7 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
         Ok(Duration::ZERO)
     } else if interval < MIN_INTERVAL {
         Err(format!(
-            "{text:?} is shorter than {}s (each sample of a GPU without byte counters blocks 42 ms; 0 turns the PCIe sampler off)",
+            "{text:?} is shorter than {}s ({why_min}; {zero})",
             MIN_INTERVAL.as_secs()
         ))
     } else {
