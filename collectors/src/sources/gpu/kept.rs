@@ -67,6 +67,9 @@ pub struct Statics {
     pub c2c_enabled: Option<bool>,
 }
 
+/// One link's FEC history: `(bin, codewords)`.
+pub type FecBins = Vec<(u8, u64)>;
+
 /// A value and when it was read; `at: None` means "read again at the next chance", while
 /// the value is still shown (a lost GPU keeps its identity).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -112,7 +115,7 @@ pub struct Kept {
     /// The PCIe replay counter.
     pub replays: Timed<Option<u32>>,
     /// The NVLink5 FEC history bins, by active link.
-    pub fec_history: Timed<Vec<(u32, Vec<(u8, u64)>)>>,
+    pub fec_history: Timed<Vec<(u32, FecBins)>>,
     /// The energy counter, mJ.
     pub energy: Timed<Option<u64>>,
     /// Violation time per policy, ns.
