@@ -195,7 +195,7 @@ fn fec_history_is_exported_per_active_link_and_moves_when_high_bins_rise() {
     // One link down: it has no FEC history.
     f.gpus[0].nvlinks[17].active = false;
     f.save(&live).unwrap();
-    // Read every second rather than every 30 s, so that the rise shows within the poll.
+    // Read every second rather than every 60 s, so that the rise shows within the poll.
     let agent = GpuAgent::start(&live, &["--collector.gpu.fec-history-interval=1s"]);
     let (text, _) = agent.scrape("5");
     promtool_check_metrics(&text);

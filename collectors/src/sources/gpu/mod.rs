@@ -85,7 +85,7 @@ pub const SPEC: Spec = Spec {
         },
         OptionSpec {
             name: "fec-history-interval",
-            help: "How often the NVLink5 FEC history (railscope_nvlink_fec_history_total, 16 field ids per active link) is read (default 30s, at least 1s); 0 turns it off. The last bins read are exported in between.",
+            help: "How often the NVLink5 FEC history (railscope_nvlink_fec_history_total, 16 field ids per active link) is read (default 60s, at least 1s); 0 turns it off. The last bins read are exported in between.",
             kind: OptionKind::Path,
         },
     ],
