@@ -8,7 +8,7 @@ local lib = import '../lib/rules.libsonnet';
   // (the first that holds names the fault): [fault, condition on the GPU's series by (cluster,
   // instance, gpu)]. The same conditions as RailscopeGPUFabricUnhealthy and
   // RailscopeGPUFabricDegraded. IMEX: where the agent reports the node's IMEX daemon, its
-  // condition goes here (e.g. ['imex', 'railscope_imex_domain_ready{...} == 0']), so that a
+  // condition goes here (['imex', <its not-ready series by cluster, instance> == 1]), so that a
   // node whose IMEX domain is down counts against its NVLink domain; docs/alerts.md says what
   // it adds. Mix in `nvlinkDomainFaults+:: [...]` to add one.
   nvlinkDomainFaults:: [
@@ -335,9 +335,11 @@ local lib = import '../lib/rules.libsonnet';
           {
             record: 'railscope:nvlink_domain_gpus:expected',
             expr: |||
-              clamp_min(
-                max_over_time(railscope:nvlink_domain_gpus:reporting[%(nvlinkDomainLookback)s]),
-                %(nvlinkDomainGPUs)s
+              max by (%(cluster)s, cluster_uuid, clique_id) (
+                clamp_min(
+                  max_over_time(railscope:nvlink_domain_gpus:reporting[%(nvlinkDomainLookback)s]),
+                  %(nvlinkDomainGPUs)s
+                )
               )
             ||| % p,
           },
