@@ -972,7 +972,7 @@ local lib = import '../lib/rules.libsonnet';
             labels: { severity: 'warning' },
             annotations: {
               summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} corrects {{ $value | humanize }} codewords/s in FEC bins %(nvlinkFecHighBin)s and above' % p,
-              description: 'Over %(nvlinkFecWindow)s the link corrected more than %(nvlinkFecHighBinPerSecond)s codewords per second that needed %(nvlinkFecHighBin)s or more symbol corrections: its signal margin is going (a connector, cable cartridge or the NVSwitch port at the far end), and uncorrected errors, replays and a link down follow.' % p,
+              description: 'Over %(nvlinkFecWindow)s the link corrected codewords that needed %(nvlinkFecHighBin)s or more symbol corrections at more than %(nvlinkFecHighBinPerSecond)s per second: its signal margin is going (a connector, cable cartridge or the NVSwitch port at the far end), and uncorrected errors, replays and a link down follow.' % p,
             } + gpuWorkload,
           },
           // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is
