@@ -88,6 +88,20 @@
       sysfsBlockedSeconds: 60,
       // RailscopeScrapeSlow: seconds a scrape takes.
       scrapeSeconds: 5,
+      // RailscopeNVLinkFECHistoryRising: the lowest NVLink5 FEC histogram bin counted as
+      // "high". Bin n holds the codewords that needed about n symbol corrections; the link's
+      // RS-FEC corrects up to 15 symbols per codeword (bins 0-15), so a codeword in a high bin
+      // was corrected with little margin left. Healthy links fill the low bins only: the
+      // default counts the upper half, 8-15. An integer from 0 to 15.
+      nvlinkFecHighBin: 8,
+      // RailscopeNVLinkFECHistoryRising: codewords per second in the high bins (all of them
+      // together, per link, over nvlinkFecWindow) above which a link is losing margin.
+      nvlinkFecHighBinPerSecond: 1,
+      // railscope:nvlink_domain_gpus:expected: the GPUs of every multi-node NVLink domain
+      // (72 on GB200/GB300 NVL72). 0 expects what the domain reported within
+      // nvlinkDomainLookback, which misses a GPU absent since before that; set it only where
+      // every domain the selector sees has this size (a partitioned rack or an NVL36 has fewer).
+      nvlinkDomainGPUs: 0,
       // The GPU temperature panel's threshold line, in °C (no alert: thermal slowdown itself
       // raises RailscopeGPUThrottling). Set it to your GPUs' `GPU Max Operating Temp` from
       // `nvidia-smi -q`.
@@ -107,6 +121,12 @@
     // device the node had: one gone longer ago than this stops alerting (and a range this long
     // is read for every port, GPU and link at each evaluation).
     goneLookback: '3h',
+    // The window of RailscopeNVLinkFECHistoryRising's rate of high-bin FEC codewords.
+    nvlinkFecWindow: '15m',
+    // How far back railscope:nvlink_domain_gpus:expected looks for the GPUs an NVLink domain
+    // had: a GPU gone from the domain for longer stops counting against it (as goneLookback
+    // does for RailscopeGPUGone).
+    nvlinkDomainLookback: '3h',
     // How often the per-link NVLink rules (RailscopeNVLinkInactive, RailscopeNVLinkErrors,
     // RailscopeNVLinkGone; group railscope.nvlink) are evaluated. They read every link of
     // every GPU, half a DGX node's series; their `for` durations are 5m and 10m.

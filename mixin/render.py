@@ -214,7 +214,7 @@ def evaluate(config, extra=None):
         f"local m = {mixin};\nlocal lib = import 'lib/rules.libsonnet';\n"
         "{ rules: m.prometheusRules.groups, alerts: m.prometheusAlerts.groups,"
         " dashboards: m.grafanaDashboards, config: m._config,"
-        " params: lib.params(m._config), derived: lib.derived }"
+        " params: lib.params(m._config), derived: lib.derived, bins: lib.bins }"
     )
     done = subprocess.run(["jsonnet", "-J", str(HERE), "-e", code], capture_output=True, text=True)
     if done.returncode != 0:
@@ -274,8 +274,10 @@ SENTINEL = "HELMPARAM{}HELMEND"
 SENTINEL_RE = re.compile(r"HELMPARAM([A-Za-z]+)HELMEND")
 RUNBOOK_RE = re.compile(r"HELMRUNBOOK([a-z0-9]+)HELMEND")
 # The expression parameters that are `_config` strings, by their name in the expressions.
-STRING_PARAMS = {"selector": "railscopeSelector", "cluster": "clusterLabel", "goneLookback": "goneLookback"}
-STRING_KEYS = ["railscopeSelector", "clusterLabel", "runbookURLPattern", "goneLookback"]
+# The durations among them, each its own `_config` key of the same name.
+DURATION_KEYS = ["goneLookback", "nvlinkFecWindow", "nvlinkDomainLookback"]
+STRING_PARAMS = {"selector": "railscopeSelector", "cluster": "clusterLabel", **{k: k for k in DURATION_KEYS}}
+STRING_KEYS = ["railscopeSelector", "clusterLabel", "runbookURLPattern", *DURATION_KEYS]
 XID_PARAMS = {"xidHardware": "hardware", "xidWarning": "warning", "xidApplication": "application"}
 
 
@@ -288,7 +290,7 @@ def chart_params(rendered):
     """Each expression parameter: (Helm expression, Python function of the chart's params giving
     the text Helm renders). The thresholds are numbers printed as lib.num prints them (%.15g,
     which Go's printf and Python's % share)."""
-    config, derived = rendered["config"], rendered["derived"]
+    config, derived, bins = rendered["config"], rendered["derived"], rendered["bins"]
     out = {}
     for name in rendered["params"]:
         if name in STRING_PARAMS:
@@ -297,6 +299,10 @@ def chart_params(rendered):
         elif name in XID_PARAMS:
             key = XID_PARAMS[name]
             out[name] = (f'join "|" $p.xids.{key}', lambda v, key=key: "|".join(str(x) for x in v["xids"][key]))
+        elif name in bins:
+            key, last = bins[name]
+            out[name] = (f'join "|" (untilStep (int $p.thresholds.{key}) {last + 1} 1)',
+                         lambda v, key=key, last=last: "|".join(str(b) for b in range(int(v["thresholds"][key]), last + 1)))
         elif name in derived:
             key, factor = derived[name]
             out[name] = (f'printf "%.15g" (mulf $p.thresholds.{key} {go_number(factor)})',
@@ -334,7 +340,7 @@ def chart_values(rendered, used):
     config = rendered["config"]
     thresholds = {k: v for k, v in config["thresholds"].items() if k in used}
     return {"railscopeSelector": config["railscopeSelector"], "clusterLabel": config["clusterLabel"],
-            "runbookURLPattern": config["runbookURLPattern"], "goneLookback": config["goneLookback"],
+            "runbookURLPattern": config["runbookURLPattern"], **{k: config[k] for k in DURATION_KEYS},
             "thresholds": thresholds, "xids": config["xids"]}
 
 
@@ -364,6 +370,8 @@ DESCRIPTIONS = {
     "clusterLabel": "The label that tells clusters apart; every aggregation and join keeps it.",
     "runbookURLPattern": "Each alert's runbook link; `%s` is the alert's name in lower case.",
     "goneLookback": "How far back the *Gone alerts look for a device the node had.",
+    "nvlinkFecWindow": "The window of RailscopeNVLinkFECHistoryRising's rate of high-bin FEC codewords.",
+    "nvlinkDomainLookback": "How far back the expected GPUs of an NVLink domain look.",
 }
 
 
@@ -384,7 +392,7 @@ def values_block(defaults):
             line += " " + word
         out.append(line + "\n")
 
-    for key in ["railscopeSelector", "clusterLabel", "runbookURLPattern", "goneLookback"]:
+    for key in STRING_KEYS:
         doc("    ", DESCRIPTIONS[key])
         out.append(f"    {key}: {scalar(defaults[key])}\n")
     out.append("    thresholds:\n")
@@ -406,8 +414,10 @@ def values_yaml(current, defaults):
     return current[:start] + values_block(defaults) + current[end + len(VALUES_END):]
 
 
-def params_schema(defaults):
+def params_schema(defaults, bins):
     number = {"type": "number"}
+    # A threshold that is a histogram bin (lib.bins): an integer from 0 to the last bin.
+    binned = {key: {"type": "integer", "minimum": 0, "maximum": last} for key, last in bins.values()}
     return {
         "description": "The mixin's parameters (mixin/config.libsonnet); written by mixin/render.py.",
         "type": "object", "additionalProperties": False,
@@ -415,9 +425,9 @@ def params_schema(defaults):
             "railscopeSelector": {"type": "string", "minLength": 1},
             "clusterLabel": {"type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"},
             "runbookURLPattern": {"type": "string", "pattern": "^[^%]*%s[^%]*$"},
-            "goneLookback": {"type": "string", "pattern": "^([0-9]+(ms|s|m|h|d|w|y))+$"},
+            **{k: {"type": "string", "pattern": "^([0-9]+(ms|s|m|h|d|w|y))+$"} for k in DURATION_KEYS},
             "thresholds": {"type": "object", "additionalProperties": False,
-                           "properties": {k: number for k in defaults["thresholds"]}},
+                           "properties": {k: binned.get(k, number) for k in defaults["thresholds"]}},
             "xids": {"type": "object", "additionalProperties": False,
                      "properties": {k: {"type": "array", "minItems": 1,
                                         "items": {"type": "integer", "minimum": 0}}
@@ -426,21 +436,23 @@ def params_schema(defaults):
     }
 
 
-def schema_json(current, defaults):
+def schema_json(current, defaults, bins):
     schema = json.loads(current)
-    schema["properties"]["prometheusRule"]["properties"]["params"] = params_schema(defaults)
+    schema["properties"]["prometheusRule"]["properties"]["params"] = params_schema(defaults, bins)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 def perturbed(defaults):
-    """Other values for every parameter: each threshold times 1.5, another selector, cluster
-    label, pattern and lookback, one XID more per list."""
+    """Other values for every parameter: each threshold times 1.5 (1 for a 0), another selector,
+    cluster label, pattern and durations, one XID more per list."""
     v = json.loads(json.dumps(defaults))
     v["railscopeSelector"] = 'job="gpu-nodes", cluster!=""'
     v["clusterLabel"] = "site"
     v["runbookURLPattern"] = "https://runbooks.example.org/%s?from=helm"
     v["goneLookback"] = "6h"
-    v["thresholds"] = {k: x * 1.5 for k, x in v["thresholds"].items()}
+    v["nvlinkFecWindow"] = "30m"
+    v["nvlinkDomainLookback"] = "4h"
+    v["thresholds"] = {k: x * 1.5 or 1 for k, x in v["thresholds"].items()}
     v["xids"] = {k: x + [999] for k, x in v["xids"].items()}
     return v
 
@@ -450,7 +462,7 @@ def chart_files(rendered, chart, config_file):
     base, sentinels = sentinel_render(config_file)
     params = chart_params(base)
     used = set(SENTINEL_RE.findall(sentinels))
-    used_thresholds = {base["derived"].get(n, [n])[0] for n in used}
+    used_thresholds = {{**base["derived"], **base["bins"]}.get(n, [n])[0] for n in used}
     defaults = chart_values(base, used_thresholds)
     # With the defaults put in, the template is the default rules byte for byte ...
     if substitute(sentinels, params, defaults) != spec_text(rendered):
@@ -474,7 +486,7 @@ def chart_files(rendered, chart, config_file):
     return {
         chart / "templates/prometheusrule.yaml": CHART_RULES_HEADER + escaped + CHART_RULES_FOOTER,
         values_path: values_yaml(values_path.read_text(encoding="utf-8"), defaults),
-        schema_path: schema_json(schema_path.read_text(encoding="utf-8"), defaults),
+        schema_path: schema_json(schema_path.read_text(encoding="utf-8"), defaults, base["bins"]),
     }
 
 

@@ -17,7 +17,13 @@
 local lib = import '../lib/rules.libsonnet';
 {
   prometheusAlerts+:: {
-    local p = lib.params($._config),
+    // `gpuIdentity`: the labels GPU alerts take from railscope:gpu_identity:info (rail and
+    // identity, then `gpuPlace`: where the GPU sits in a rack-scale system and its multi-node
+    // NVLink domain, each absent where unknown).
+    local p = lib.params($._config) {
+      gpuPlace: 'chassis_serial, slot, tray, module_id, cluster_uuid, clique_id',
+      gpuIdentity: 'rail, pci_address, uuid, serial, ' + self.gpuPlace,
+    },
     // An XID alert's expression for the codes `codes` (a regular expression): NVML's XID
     // counters for the GPU, or the same XID from the kernel log (railscope:kmsg_xid:recent15m)
     // for the GPU at its PCI address. One alert when both saw it; one when only the kernel log
@@ -30,12 +36,12 @@ local lib = import '../lib/rules.libsonnet';
           # A code's series appears with its first XID, which increase() cannot see.
           or (railscope_gpu_xid_errors_total{%(selector)s, xid=~"%(codes)s"} unless railscope_gpu_xid_errors_total{%(selector)s} offset 15m)
         )
-        * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+        * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
       )
       or on (%(cluster)s, instance, pci_address, xid)
       (
         railscope:kmsg_xid:recent15m{xid=~"%(codes)s"}
-        * on (%(cluster)s, instance, pci_address) group_left (gpu, rail, uuid, serial) railscope:gpu_identity:info
+        * on (%(cluster)s, instance, pci_address) group_left (gpu, rail, uuid, serial, %(gpuPlace)s) railscope:gpu_identity:info
       )
       or on (%(cluster)s, instance, pci_address, xid)
       label_replace(
@@ -478,6 +484,35 @@ local lib = import '../lib/rules.libsonnet';
               description: "Errors concentrated on one rail across many nodes point at that rail's leaf switch or its cabling, not at the nodes.",
             },
           },
+          // A multi-node NVLink domain (an NVL72 rack: 18 trays of 4 GPUs in one clique) with
+          // fewer healthy GPUs than it is expected to have: a GPU down, unhealthy or degraded in
+          // its fabric, or no longer reported. One alert per domain, however many trays are at
+          // fault; the description names each. Critical: the domain spans nodes, and a job placed
+          // across it fails or slows on every one of them. It hides the GPU alerts of the same
+          // fault on the domain's nodes (alerts/alertmanager.example.yml); its `for` is shorter
+          // than theirs, so that it is there first.
+          {
+            alert: 'RailscopeNVLinkDomainDegraded',
+            expr: |||
+              railscope:nvlink_domain_gpus:healthy
+              < on (%(cluster)s, cluster_uuid, clique_id) railscope:nvlink_domain_gpus:expected
+            ||| % p,
+            'for': '1m',
+            labels: { severity: 'critical' },
+            annotations: {
+              local m = "%(cluster)s='%%[1]s', cluster_uuid='%%[2]s', clique_id='%%[3]s'" % p,
+              local args = ' $labels.%(cluster)s $labels.cluster_uuid $labels.clique_id' % p,
+              local gpuAt = '{{ $sep }}{{ label "instance" . }}{{ with label "tray" . }} tray {{ . }}{{ end }}{{ with label "slot" . }} slot {{ . }}{{ end }} GPU {{ label "gpu" . }}',
+              summary: 'NVLink domain {{ $labels.cluster_uuid }} clique {{ $labels.clique_id }} has {{ $value }} of {{ with printf `railscope:nvlink_domain_gpus:expected{' + m + '}`' + args + ' | query }}{{ . | first | value }}{{ end }} GPUs healthy',
+              description: '{{ $sep := "" }}GPUs at fault: '
+                           + '{{ range printf `max by (instance, tray, slot, gpu, fault) (railscope:nvlink_domain_gpu:info{' + m + ', fault!="none"})`' + args
+                           + ' | query | sortByLabel "gpu" | sortByLabel "instance" }}' + gpuAt + ' ({{ label "fault" . }}){{ $sep = ", " }}{{ end }}'
+                           + '{{ range printf `max by (instance, tray, slot, gpu) (max_over_time(railscope:nvlink_domain_gpu:info{' + m + '}[%(nvlinkDomainLookback)s])) unless on (instance, gpu) railscope:nvlink_domain_gpu:info{' % p + m + '}`' + args
+                           + ' | query | sortByLabel "gpu" | sortByLabel "instance" }}' + gpuAt + ' (not reported){{ $sep = ", " }}{{ end }}'
+                           + '{{ if not $sep }}none reported; the domain has fewer GPUs than thresholds.nvlinkDomainGPUs{{ end }}'
+                           + '. Every job placed across the domain runs on its NVLink fabric: it fails, or runs at the pace of the worst GPU.',
+            },
+          },
         ],
       },
       {
@@ -574,12 +609,12 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPULost',
             expr: |||
               (railscope_gpu_state{%(selector)s, state=~"lost|timeout"} == 1)
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) is {{ $labels.state }}',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) is {{ $labels.state }}',
               description: 'lost: the GPU fell off the bus (NVML GPU_IS_LOST, XID 79); timeout: NVML calls on it hang in the driver. Either way every job using it is stuck.',
             } + gpuWorkload,
           },
@@ -593,7 +628,7 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPUGone',
             expr: |||
               (
-                max by (%(cluster)s, instance, gpu, rail, pci_address, uuid, serial) (max_over_time(railscope:gpu_identity:info{uuid!=""}[%(goneLookback)s]))
+                max by (%(cluster)s, instance, gpu, %(gpuIdentity)s) (max_over_time(railscope:gpu_identity:info{uuid!=""}[%(goneLookback)s]))
                 unless on (%(cluster)s, instance, uuid) railscope_gpu_info{%(selector)s}
               )
               and on (%(cluster)s, instance) (up{%(selector)s} == 1)
@@ -602,7 +637,7 @@ local lib = import '../lib/rules.libsonnet';
             'for': '10m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ $labels.pci_address }}, {{ $labels.uuid }}, serial {{ $labels.serial }}) is gone',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ $labels.pci_address }}, {{ $labels.uuid }}, serial {{ $labels.serial }}) is gone',
               description: 'The node had this GPU in the last %(goneLookback)s and the driver no longer lists it, while the agent is up: it fell off the bus (XID 79 before a driver reload) or failed to initialise.' % p,
             },
           },
@@ -613,12 +648,12 @@ local lib = import '../lib/rules.libsonnet';
                 railscope_gpu_xid_events_registered{%(selector)s} == 0
                 unless on (%(cluster)s, instance, gpu) (railscope_gpu_state{%(selector)s, state=~"lost|timeout"} == 1)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '15m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) cannot report XID errors',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) cannot report XID errors',
               description: "railscope could not register for this GPU's XID events (the driver or the VM refuses it), so a hardware XID on it would raise no alert. railscope tries again every minute.",
             },
           },
@@ -632,7 +667,7 @@ local lib = import '../lib/rules.libsonnet';
             keep_firing_for: $._config.xidHardwareKeepFiringFor,
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported hardware XID {{ $labels.xid }}: {{ if eq $labels.xid `46` }}GPU stopped processing{{ else if eq $labels.xid `48` }}double-bit ECC error{{ else if eq $labels.xid `64` }}GPU memory remapping failure{{ else if eq $labels.xid `74` }}NVLink error{{ else if eq $labels.xid `79` }}GPU has fallen off the bus{{ else if eq $labels.xid `95` }}uncontained memory error{{ else if eq $labels.xid `119` }}GSP RPC timeout{{ else if eq $labels.xid `120` }}GSP error{{ else if eq $labels.xid `136` }}link training failed{{ else if eq $labels.xid `140` }}unrecovered ECC error{{ else if eq $labels.xid `143` }}GPU initialization error{{ else if eq $labels.xid `155` }}NVLink software-defined error{{ else if eq $labels.xid `156` }}resource retirement event{{ else if eq $labels.xid `158` }}GPU fatal timeout{{ end }}',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported hardware XID {{ $labels.xid }}: {{ if eq $labels.xid `46` }}GPU stopped processing{{ else if eq $labels.xid `48` }}double-bit ECC error{{ else if eq $labels.xid `64` }}GPU memory remapping failure{{ else if eq $labels.xid `74` }}NVLink error{{ else if eq $labels.xid `79` }}GPU has fallen off the bus{{ else if eq $labels.xid `95` }}uncontained memory error{{ else if eq $labels.xid `119` }}GSP RPC timeout{{ else if eq $labels.xid `120` }}GSP error{{ else if eq $labels.xid `136` }}link training failed{{ else if eq $labels.xid `140` }}unrecovered ECC error{{ else if eq $labels.xid `143` }}GPU initialization error{{ else if eq $labels.xid `155` }}NVLink software-defined error{{ else if eq $labels.xid `156` }}resource retirement event{{ else if eq $labels.xid `158` }}GPU fatal timeout{{ end }}',
               description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `46` }}reset the GPU{{ else if eq $labels.xid `48` }}reset the GPU to activate the row remap (nvidia-smi -q -d ROW_REMAPPER: a remap failure means RMA){{ else if eq $labels.xid `64` }}reset the GPU, then open a support case{{ else if eq $labels.xid `74` }}check the NVLink error counters, then reset the GPU{{ else if eq $labels.xid `79` }}reboot the node{{ else if eq $labels.xid `95` }}reset the GPU{{ else if eq $labels.xid `119` }}reset the GPU{{ else if eq $labels.xid `120` }}reset the GPU{{ else if eq $labels.xid `136` }}reset the GPU{{ else if eq $labels.xid `140` }}reset the GPU{{ else if eq $labels.xid `143` }}reset the GPU{{ else if eq $labels.xid `155` }}reset the GPU{{ else if eq $labels.xid `156` }}reset the GPU{{ else if eq $labels.xid `158` }}reset the GPU{{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
             } + gpuWorkload,
           },
@@ -646,7 +681,7 @@ local lib = import '../lib/rules.libsonnet';
             expr: xidExpr(p.xidWarning),
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported warning XID {{ $labels.xid }}: {{ if eq $labels.xid `92` }}high single-bit ECC error rate{{ else if eq $labels.xid `94` }}contained memory error{{ else if eq $labels.xid `154` }}GPU recovery action changed{{ end }}',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported warning XID {{ $labels.xid }}: {{ if eq $labels.xid `92` }}high single-bit ECC error rate{{ else if eq $labels.xid `94` }}contained memory error{{ else if eq $labels.xid `154` }}GPU recovery action changed{{ end }}',
               description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `92` }}nothing at once; open a support case if it repeats{{ else if eq $labels.xid `94` }}restart the application that hit it; other applications are unaffected{{ else if eq $labels.xid `154` }}do what the driver now asks: dmesg names the new action (reset, reboot or drain){{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
             } + gpuWorkload,
           },
@@ -658,7 +693,7 @@ local lib = import '../lib/rules.libsonnet';
             expr: xidExpr(p.xidApplication),
             labels: { severity: 'info' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported application XID {{ $labels.xid }}: {{ if eq $labels.xid `13` }}graphics engine exception{{ else if eq $labels.xid `31` }}GPU memory page fault{{ else if eq $labels.xid `43` }}GPU stopped processing{{ else if eq $labels.xid `45` }}preemptive cleanup after an earlier error{{ end }}',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) reported application XID {{ $labels.xid }}: {{ if eq $labels.xid `13` }}graphics engine exception{{ else if eq $labels.xid `31` }}GPU memory page fault{{ else if eq $labels.xid `43` }}GPU stopped processing{{ else if eq $labels.xid `45` }}preemptive cleanup after an earlier error{{ end }}',
               description: "NVIDIA's immediate action for this XID: {{ if eq $labels.xid `13` }}restart the application{{ else if eq $labels.xid `31` }}restart the application{{ else if eq $labels.xid `43` }}none (the application's channel was stopped){{ else if eq $labels.xid `45` }}follow the XID that came before it{{ end }}. dmesg names it with the GPU's PCI address: dmesg -T | grep -i xid.",
             } + gpuWorkload,
           },
@@ -666,11 +701,11 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPUECCUncorrectable',
             expr: |||
               (increase(railscope_gpu_ecc_errors_total{%(selector)s, type="uncorrected", scope="volatile"}[1h]) > 0)
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) had uncorrectable ECC errors',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) had uncorrectable ECC errors',
               description: 'Uncorrectable memory errors kill the process that touched the memory; the GPU needs a reset to remap the row.',
             } + gpuWorkload,
           },
@@ -678,11 +713,11 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPURowRemapFailure',
             expr: |||
               (railscope_gpu_remapped_rows_failure{%(selector)s} == 1)
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) failed to remap a memory row',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) failed to remap a memory row',
               description: 'The GPU has no spare rows left for a failing memory row: it needs service (RMA).',
             } + gpuWorkload,
           },
@@ -690,12 +725,12 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPURowRemapPending',
             expr: |||
               (railscope_gpu_remapped_rows_pending{%(selector)s} == 1)
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '30m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has a row remap pending',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has a row remap pending',
               description: 'A failing memory row is remapped at the next GPU reset; until then the row can fail again. Reset the GPU when it is idle.',
             } + gpuWorkload,
           },
@@ -705,11 +740,11 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPURecoveryActionRequired',
             expr: |||
               (railscope_gpu_recovery_action{%(selector)s, action!="none"} == 1)
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) needs {{ $labels.action }}, says its driver',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) needs {{ $labels.action }}, says its driver',
               description: "After an uncorrectable error the driver asks for a recovery action: gpu_reset (stop the GPU's processes, nvidia-smi -r), node_reboot, drain_p2p (stop peer-to-peer traffic, then look again) or drain_and_reset. It stays until the action is done.",
             } + gpuWorkload,
           },
@@ -717,12 +752,12 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPUThrottling',
             expr: |||
               (max by (%(cluster)s, instance, gpu) (railscope_gpu_throttle_reason{%(selector)s, reason=~"hw_slowdown|hw_thermal_slowdown|sw_thermal_slowdown|hw_power_brake_slowdown"}) == 1)
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '15m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has been thermally or power throttled for 15 minutes',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) has been thermally or power throttled for 15 minutes',
               description: 'Hardware slowdown, thermal slowdown or power brake hold the clocks down; in a synchronous job every rank waits for this GPU. Check cooling and the power supply.',
             } + gpuWorkload,
           },
@@ -741,12 +776,12 @@ local lib = import '../lib/rules.libsonnet';
                 ) > %(gpuThermalSlowdownFraction)s
                 and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes in thermal slowdown',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes in thermal slowdown',
               description: 'For 10 minutes the GPU has spent over %(gpuThermalSlowdownPercent)s%% of its time with its clocks held down for heat (sw_thermal_slowdown, hw_thermal_slowdown); in a synchronous job every rank waits for it. Check its cooling, and whether its siblings run hot too.' % p,
             } + gpuWorkload,
           },
@@ -761,12 +796,12 @@ local lib = import '../lib/rules.libsonnet';
                 rate(railscope_gpu_clock_event_seconds_total{%(selector)s, reason="hw_power_brake_slowdown"}[5m]) > %(gpuPowerBrakeFraction)s
                 and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes held down by the power brake',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) spent {{ $value | humanizePercentage }} of the last 5 minutes held down by the power brake',
               description: 'For 10 minutes the power supplies or the power shelf have asserted the power brake over %(gpuPowerBrakePercent)s%% of the time: the node lost power capacity (a failed or unplugged PSU, a power shelf in protection) and its GPUs drop their clocks while it lasts. Check the power supplies; several nodes of one rack at once point at its power shelf.' % p,
             } + gpuWorkload,
           },
@@ -774,31 +809,50 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeGPUPCIeWidthDegraded',
             expr: |||
               (railscope_gpu_pcie_link_width_lanes{%(selector)s} < railscope_gpu_pcie_link_max_width_lanes{%(selector)s})
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) runs PCIe x{{ $value }}, below its maximum',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) runs PCIe x{{ $value }}, below its maximum',
               description: "Fewer PCIe lanes halve the GPU's host and GPUDirect bandwidth (the generation also drops at idle, so only width is alerted).",
             } + gpuWorkload,
           },
-          // Grace-Blackwell's NVLink-C2C, between the GPU and its Grace CPU. A GPU without C2C
-          // (Hopper on x86, PCIe cards) has no railscope_gpu_c2c_link_up series and never fires.
+          // Grace-Blackwell's NVLink-C2C, between the GPU and its Grace CPU: a link down, or, on a
+          // GPU whose driver says C2C is enabled (railscope_gpu_c2c_enabled), links missing: no
+          // link series at all, or fewer than the GPU's C2C link count (railscope_gpu_c2c_links).
+          // A GPU with C2C disabled raises nothing, whatever its links read. A GPU without C2C
+          // (Hopper on x86, PCIe cards) has none of these series and never fires; one whose
+          // driver does not say whether C2C is enabled fires on a link down only.
           {
             alert: 'RailscopeGPUC2CLinkDown',
             expr: |||
               (
-                railscope_gpu_c2c_link_up{%(selector)s} == 0
+                (
+                  railscope_gpu_c2c_link_up{%(selector)s} == 0
+                  unless on (%(cluster)s, instance, gpu) (railscope_gpu_c2c_enabled{%(selector)s} == 0)
+                  or
+                  (
+                    railscope_gpu_c2c_enabled{%(selector)s} == 1
+                    unless on (%(cluster)s, instance, gpu) (
+                      count by (%(cluster)s, instance, gpu) (railscope_gpu_c2c_link_up{%(selector)s})
+                      unless on (%(cluster)s, instance, gpu)
+                      (
+                        count by (%(cluster)s, instance, gpu) (railscope_gpu_c2c_link_up{%(selector)s})
+                        < on (%(cluster)s, instance, gpu) railscope_gpu_c2c_links{%(selector)s}
+                      )
+                    )
+                  )
+                )
                 and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink-C2C link {{ $labels.link }} to its Grace CPU is down',
-              description: "A GPU with a C2C link down reaches its CPU's memory at reduced bandwidth: host-device copies and unified memory slow down.",
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) {{ if $labels.link }}NVLink-C2C link {{ $labels.link }} to its Grace CPU is down{{ else }}has NVLink-C2C enabled but not all of its C2C links{{ end }}',
+              description: "A GPU with a C2C link down or missing reaches its CPU's memory at reduced bandwidth, or not at all over C2C: host-device copies and unified memory slow down.",
             } + gpuWorkload,
           },
           // The GPU's NVLink fabric health (nvmlDeviceGetGpuFabricInfoV, NVSwitch and multi-node
@@ -820,12 +874,12 @@ local lib = import '../lib/rules.libsonnet';
                 )
                 and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '5m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric health is {{ if eq $labels.condition `unhealthy` }}unhealthy{{ else }}{{ $labels.condition }}{{ end }}',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric health is {{ if eq $labels.condition `unhealthy` }}unhealthy{{ else }}{{ $labels.condition }}{{ end }}',
               description: 'The GPU reports unhealthy fabric routes, a configuration the fabric rejects (system GUID, chassis serial, no partition, too few NVLinks, firmware, location), or an unhealthy fabric: jobs that use NVLink through the fabric (NVSwitch peers, multi-node NVLink) fail or cannot start on it.',
             } + gpuWorkload,
           },
@@ -843,12 +897,12 @@ local lib = import '../lib/rules.libsonnet';
                 )
                 and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric runs {{ if eq $labels.condition `degraded_bandwidth` }}at degraded bandwidth{{ else }}at limited capacity{{ end }}',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink fabric runs {{ if eq $labels.condition `degraded_bandwidth` }}at degraded bandwidth{{ else }}at limited capacity{{ end }}',
               description: 'The GPU reports its NVLink fabric bandwidth degraded (links or NVSwitch trunks down) or its fabric health at limited capacity: NVLink traffic through the fabric runs slower, and every rank of a synchronous job waits for it.',
             } + gpuWorkload,
           },
@@ -869,12 +923,12 @@ local lib = import '../lib/rules.libsonnet';
                 railscope_nvlink_up{%(selector)s} == 0
                 and on (%(cluster)s, instance, gpu) (sum by (%(cluster)s, instance, gpu) (railscope_nvlink_up{%(selector)s}) > 0)
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % p,
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is down while its sibling links are up',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is down while its sibling links are up',
               description: 'A GPU with a missing NVLink runs its peer traffic at reduced bandwidth, and on NVSwitch systems the fabric reports degraded bandwidth.',
             } + gpuWorkload,
           },
@@ -889,13 +943,36 @@ local lib = import '../lib/rules.libsonnet';
                 or on (%(cluster)s, instance, gpu, link)
                 sum by (%(cluster)s, instance, gpu, link) (increase(railscope_nvlink_link_recovery_events_total{%(selector)s, result="failed"}[1h])) > 0
               )
-              * on (%(cluster)s, instance, gpu) group_left (rail, pci_address, uuid, serial) railscope:gpu_identity:info
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
             ||| % (p { nvlinkErrorTypes: nvlinkErrorTypes }),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging data-link errors or recoveries',
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} is logging data-link errors or recoveries',
               description: 'Climbing NVLink data-link errors (CRC and replays; on NVLink5 errors FEC left uncorrected, broken or dropped packets, failed link recoveries) are a failing link or connector; replays cost bandwidth and recoveries stall traffic.',
+            } + gpuWorkload,
+          },
+          // NVLink5's FEC codeword histogram (railscope_nvlink_fec_history_total, bin n: the
+          // codewords that needed about n symbol corrections): a link whose codewords climb into
+          // the high bins (thresholds.nvlinkFecHighBin and up) is losing margin before it logs a
+          // single uncorrected error. Healthy links fill the low bins at line rate; those never
+          // count.
+          {
+            alert: 'RailscopeNVLinkFECHistoryRising',
+            expr: |||
+              (
+                sum by (%(cluster)s, instance, gpu, link) (
+                  rate(railscope_nvlink_fec_history_total{%(selector)s, bin=~"%(nvlinkFecHighBins)s"}[%(nvlinkFecWindow)s])
+                ) > %(nvlinkFecHighBinPerSecond)s
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (%(gpuIdentity)s) railscope:gpu_identity:info
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} GPU {{ $labels.gpu }} ({{ with $labels.tray }}tray {{ . }}{{ with $labels.slot }} slot {{ . }}{{ end }}, {{ end }}{{ with $labels.pci_address }}{{ . }}, {{ end }}{{ with $labels.serial }}serial {{ . }}, {{ end }}rail {{ $labels.rail }}) NVLink {{ $labels.link }} corrects {{ $value | humanize }} codewords/s in FEC bins %(nvlinkFecHighBin)s and above' % p,
+              description: 'Over %(nvlinkFecWindow)s the link corrected codewords that needed %(nvlinkFecHighBin)s or more symbol corrections at more than %(nvlinkFecHighBinPerSecond)s per second: its signal margin is going (a connector, cable cartridge or the NVSwitch port at the far end), and uncorrected errors, replays and a link down follow.' % p,
             } + gpuWorkload,
           },
           // An NVLink the GPU had in the last goneLookback is no longer reported while the GPU is

@@ -6,6 +6,7 @@ function(config)
   local railPort = lib.railPort, railDevice = lib.railDevice, railGpu = lib.railGpu, railPci = lib.railPci;
   local PORT = lib.PORT;
   local th = config.thresholds;
+  local fecHighBins = (import '../lib/rules.libsonnet').binRegex(th.nvlinkFecHighBin, 15, 'nvlinkFecHighBin');
 
   local overview = [
     lib.row('Overview'),
@@ -608,6 +609,27 @@ function(config)
            custom={ scaleDistribution: { type: 'log', log: 10 } },
            desc='The bit error rates the driver computes for each NVLink5 link (Blackwell): effective after forward error '
                 + 'correction, symbol before it. A link whose symbol BER stands far above its siblings is losing margin.'),
+    lib.ts('NVLink5 FEC high-bin codewords per link',
+           [
+             t('sum by (instance, gpu, link) (' + railGpu(rate('railscope_nvlink_fec_history_total', 'bin=~"' + fecHighBins + '"')) + ')',
+               'GPU {{gpu}} link {{link}}'),
+           ],
+           'cps',
+           w=12,
+           alertAt=th.nvlinkFecHighBinPerSecond,
+           desc='Codewords per second that NVLink5 forward error correction corrected with many symbols (FEC histogram bins '
+                + th.nvlinkFecHighBin + ' to 15, thresholds.nvlinkFecHighBin): a link whose line climbs while its siblings stay '
+                + 'flat is losing margin. The dashed line is the level RailscopeNVLinkFECHistoryRising fires at (over '
+                + config.nvlinkFecWindow + ', for 15 minutes).'),
+    lib.ts('NVLink5 FEC codewords by bin',
+           [
+             t('sum by (instance, gpu, bin) (' + railGpu(rate('railscope_nvlink_fec_history_total')) + ')', 'GPU {{gpu}} bin {{bin}}'),
+           ],
+           'cps',
+           w=12,
+           custom={ scaleDistribution: { type: 'log', log: 10 } },
+           desc='The FEC codeword histogram of each GPU, all links together: bin n counts the codewords that needed about n '
+                + 'symbol corrections. Healthy links fill bins 0-3; codewords moving into higher bins are margin going.'),
     lib.table('NVLink remote ends and versions', [
       t(railGpu(sel('railscope_nvlink_remote_info')), instant=true),
       t(railGpu(sel('railscope_nvlink_version')), instant=true),

@@ -78,6 +78,7 @@
     'NVLink errors by GPU': ['RailscopeNVLinkErrors'],
     'NVLink error rate per link (top 20)': ['RailscopeNVLinkErrors'],
     'NVLink5 link recoveries': ['RailscopeNVLinkErrors'],
+    'NVLink5 FEC high-bin codewords per link': ['RailscopeNVLinkFECHistoryRising'],
     // Host: GPUDirect readiness
     'Kernel modules': ['RailscopePeermemMissing'],
     IOMMU: ['RailscopeIOMMUTranslated'],

@@ -3,16 +3,20 @@
 {
   // A number as a PromQL literal: integers exactly, others to 15 significant digits (jsonnet's
   // own `%s` would print 0.2 as 0.20000000000000001).
-  num(x):: std.format('%.15g', x),
+  // (jsonnet's `%g` cannot print 0: it takes the logarithm).
+  num(x):: if x == 0 then '0' else std.format('%.15g', x),
 
   // The `%(name)s` values of the rule expressions: `selector` (railscopeSelector), `cluster`
-  // (clusterLabel, first in every `by` and `on` list), each of config.thresholds by its name,
-  // the XID lists as regular expressions (xidHardware, xidWarning, xidApplication), and the
-  // values `derived` (below) computes; config.paramOverrides replaces any of them.
+  // (clusterLabel, first in every `by` and `on` list), the durations (goneLookback,
+  // nvlinkFecWindow, nvlinkDomainLookback), each of config.thresholds by its name, the XID
+  // lists as regular expressions (xidHardware, xidWarning, xidApplication), and the values
+  // `derived` and `bins` (below) compute; config.paramOverrides replaces any of them.
   params(config):: {
     selector: config.railscopeSelector,
     cluster: config.clusterLabel,
     goneLookback: config.goneLookback,
+    nvlinkFecWindow: config.nvlinkFecWindow,
+    nvlinkDomainLookback: config.nvlinkDomainLookback,
     xidHardware: std.join('|', [std.toString(x) for x in config.xids.hardware]),
     xidWarning: std.join('|', [std.toString(x) for x in config.xids.warning]),
     xidApplication: std.join('|', [std.toString(x) for x in config.xids.application]),
@@ -20,9 +24,25 @@
     [k]: $.num(config.thresholds[$.derived[k][0]] * $.derived[k][1])
     for k in std.objectFields($.derived)
   } + {
+    [k]: $.binRegex(config.thresholds[$.bins[k][0]], $.bins[k][1], $.bins[k][0])
+    for k in std.objectFields($.bins)
+  } + {
     [k]: $.num(config.thresholds[k])
     for k in std.objectFields(config.thresholds)
   } + config.paramOverrides,
+
+  // The bins from `first` to `last` as a regular expression of their labels ("8|9|...|15").
+  binRegex(first, last, name)::
+    assert std.isNumber(first) && std.floor(first) == first && first >= 0 && first <= last :
+           'thresholds.%s: an integer from 0 to %d' % [name, last];
+    std.join('|', [std.toString(b) for b in std.range(first, last)]),
+
+  // Values that are a range of histogram bins from a threshold to the last bin, as a regular
+  // expression of the `bin` label, as name: [threshold, last bin]. Data, like `derived`, so
+  // that mixin/render.py can write the same range into the Helm chart's rule template.
+  bins:: {
+    nvlinkFecHighBins: ['nvlinkFecHighBin', 15],
+  },
 
   // Values derived from a threshold for the words of summaries and descriptions, as
   // name: [threshold, factor]. Data rather than code, so that mixin/render.py can write the

@@ -4,6 +4,29 @@
 // config.libsonnet (see lib/rules.libsonnet).
 local lib = import '../lib/rules.libsonnet';
 {
+  // What makes a GPU of a multi-node NVLink domain not healthy, besides being down, in order
+  // (the first that holds names the fault): [fault, condition on the GPU's series by (cluster,
+  // instance, gpu)]. The same conditions as RailscopeGPUFabricUnhealthy and
+  // RailscopeGPUFabricDegraded. IMEX: where the agent reports the node's IMEX daemon, its
+  // condition goes here (['imex', <its not-ready series by cluster, instance> == 1]), so that a
+  // node whose IMEX domain is down counts against its NVLink domain; docs/alerts.md says what
+  // it adds. Mix in `nvlinkDomainFaults+:: [...]` to add one.
+  nvlinkDomainFaults:: [
+    [
+      'unhealthy',
+      |||
+        railscope_gpu_fabric_health{%(selector)s, condition=~"route_unhealthy|incorrect_configuration"} == 1
+        or on (%(cluster)s, instance, gpu) railscope_gpu_fabric_health_state{%(selector)s, state="unhealthy"} == 1
+      |||,
+    ],
+    [
+      'degraded',
+      |||
+        railscope_gpu_fabric_health{%(selector)s, condition="degraded_bandwidth"} == 1
+        or on (%(cluster)s, instance, gpu) railscope_gpu_fabric_health_state{%(selector)s, state="limited_capacity"} == 1
+      |||,
+    ],
+  ],
   prometheusRules+:: {
     local p = lib.params($._config),
     groups+: [
@@ -40,18 +63,101 @@ local lib = import '../lib/rules.libsonnet';
               label_replace(max by (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s}), "rail", "none", "", "")
             ||| % p,
           },
+          // The multi-node NVLink domain of each GPU (railscope_gpu_fabric_info): its cluster UUID
+          // and clique. The all-zero UUID is a node's own NVSwitch fabric (HGX, DGX H100), no
+          // domain across nodes, and is left out. A GPU that is down (lost, timed out) keeps the
+          // domain it last reported within goneLookback, so that its alert still names it.
+          {
+            record: 'railscope:gpu_fabric:info',
+            expr: |||
+              max by (%(cluster)s, instance, gpu, cluster_uuid, clique_id) (
+                railscope_gpu_fabric_info{%(selector)s, cluster_uuid!~"(00000000-0000-0000-0000-000000000000)?"}
+              )
+              or on (%(cluster)s, instance, gpu)
+              max by (%(cluster)s, instance, gpu, cluster_uuid, clique_id) (
+                topk by (%(cluster)s, instance, gpu) (1,
+                  last_over_time(railscope_gpu_fabric_info{%(selector)s, cluster_uuid!~"(00000000-0000-0000-0000-000000000000)?"}[%(goneLookback)s])
+                )
+                and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 0)
+              )
+            ||| % p,
+          },
           // Each GPU's rail and what identifies it outside railscope: its PCI address (what
           // dmesg's `Xid (PCI:0000:2b:00)` names), UUID and serial (what an RMA asks for), from
-          // railscope_gpu_info; without it (a lost GPU's identity not yet read), the rail alone.
+          // railscope_gpu_info; where it is in a rack-scale system (railscope_gpu_platform_info,
+          // Blackwell and later: chassis serial, tray, slot, module), and its NVLink domain
+          // (railscope:gpu_fabric:info). Each part that is unknown (a lost GPU's identity not yet
+          // read, a GPU before Blackwell, no multi-node domain) leaves its labels out, and the
+          // GPU is still there with the others.
           {
             record: 'railscope:gpu_identity:info',
             expr: |||
-              railscope:gpu_rail:info
-              * on (%(cluster)s, instance, gpu) group_left (pci_address, uuid, serial)
-              max by (%(cluster)s, instance, gpu, pci_address, uuid, serial) (railscope_gpu_info{%(selector)s})
-              or on (%(cluster)s, instance, gpu)
-              railscope:gpu_rail:info
+              (
+                railscope:gpu_rail:info
+                * on (%(cluster)s, instance, gpu) group_left (pci_address, uuid, serial)
+                max by (%(cluster)s, instance, gpu, pci_address, uuid, serial) (railscope_gpu_info{%(selector)s})
+                or on (%(cluster)s, instance, gpu)
+                railscope:gpu_rail:info
+              )
+              * on (%(cluster)s, instance, gpu) group_left (chassis_serial, slot, tray, module_id)
+              (
+                max by (%(cluster)s, instance, gpu, chassis_serial, slot, tray, module_id) (railscope_gpu_platform_info{%(selector)s})
+                or on (%(cluster)s, instance, gpu)
+                max by (%(cluster)s, instance, gpu) (railscope:gpu_rail:info)
+              )
+              * on (%(cluster)s, instance, gpu) group_left (cluster_uuid, clique_id)
+              (
+                railscope:gpu_fabric:info
+                or on (%(cluster)s, instance, gpu)
+                max by (%(cluster)s, instance, gpu) (railscope:gpu_rail:info)
+              )
             ||| % p,
+          },
+          // One series per GPU of a multi-node NVLink domain, with where it is and what is wrong
+          // with it in `fault`, for the domain rules of railscope.fleet.recording: the GPU's
+          // state when it is down (lost, timeout, error), else the first of nvlinkDomainFaults
+          // that holds, else "none". A GPU its node no longer reports is absent (the domain's
+          // expected count still has it).
+          {
+            record: 'railscope:nvlink_domain_gpu:info',
+            expr: (
+              local member = 'railscope:gpu_identity:info{cluster_uuid!=""}';
+              local labels = '%(cluster)s, instance, gpu, chassis_serial, tray, slot, cluster_uuid, clique_id' % p;
+              local fault(name, cond) = |||
+                or on (%(cluster)s, instance, gpu)
+                label_replace(
+                  %(member)s
+                  and on (%(cluster)s, instance, gpu) (
+                    %(cond)s
+                  ),
+                  "fault", "%(name)s", "", ""
+                )
+              ||| % (p { member: member, name: name, cond: std.strReplace(std.rstripChars(cond, '\n'), '\n', '\n    ') });
+              |||
+                max by (%(labels)s, fault) (
+                  label_replace(
+                    %(member)s
+                    * on (%(cluster)s, instance, gpu) group_left (state)
+                    max by (%(cluster)s, instance, gpu, state) (railscope_gpu_state{%(selector)s, state!="ok"} == 1),
+                    "fault", "$1", "state", "(.*)"
+                  )
+                  %(faults)s
+                  or on (%(cluster)s, instance, gpu)
+                  label_replace(
+                    %(member)s and on (%(cluster)s, instance, gpu) (railscope_gpu_up{%(selector)s} == 1),
+                    "fault", "none", "", ""
+                  )
+                )
+              ||| % (p {
+                       labels: labels,
+                       member: member,
+                       faults: std.strReplace(
+                         std.rstripChars(std.join('', [fault(f[0], f[1] % p) for f in $.nvlinkDomainFaults]), '\n'),
+                         '\n',
+                         '\n  '
+                       ),
+                     })
+            ),
           },
           // Kernel-log events of the last 15 minutes, by node, kind and identifiers: the
           // event's last-seen time changed, or its series appeared, within the window (an agent
@@ -199,6 +305,43 @@ local lib = import '../lib/rules.libsonnet';
           {
             record: 'railscope:rail_link_errors:rate15m',
             expr: 'sum by (%(cluster)s, rail) (railscope:port_link_errors:rate15m)' % p,
+          },
+          // Multi-node NVLink domains (GB200/GB300 NVL72 racks), by cluster UUID and clique, over
+          // railscope:nvlink_domain_gpu:info: the GPUs their nodes report (a lost one too), the
+          // healthy ones (fault "none"), those whose fabric health is unhealthy or degraded, and
+          // the GPUs expected: the most reported within nvlinkDomainLookback, or
+          // thresholds.nvlinkDomainGPUs where that is more. A domain that loses a tray keeps its
+          // expected count, so the missing GPUs count as not healthy.
+          {
+            record: 'railscope:nvlink_domain_gpus:reporting',
+            expr: 'count by (%(cluster)s, cluster_uuid, clique_id) (railscope:nvlink_domain_gpu:info)' % p,
+          },
+          {
+            record: 'railscope:nvlink_domain_gpus:healthy',
+            expr: |||
+              count by (%(cluster)s, cluster_uuid, clique_id) (railscope:nvlink_domain_gpu:info{fault="none"})
+              or on (%(cluster)s, cluster_uuid, clique_id)
+              0 * railscope:nvlink_domain_gpus:reporting
+            ||| % p,
+          },
+          {
+            record: 'railscope:nvlink_domain_gpus:fabric_degraded',
+            expr: |||
+              count by (%(cluster)s, cluster_uuid, clique_id) (railscope:nvlink_domain_gpu:info{fault=~"unhealthy|degraded"})
+              or on (%(cluster)s, cluster_uuid, clique_id)
+              0 * railscope:nvlink_domain_gpus:reporting
+            ||| % p,
+          },
+          {
+            record: 'railscope:nvlink_domain_gpus:expected',
+            expr: |||
+              max by (%(cluster)s, cluster_uuid, clique_id) (
+                clamp_min(
+                  max_over_time(railscope:nvlink_domain_gpus:reporting[%(nvlinkDomainLookback)s]),
+                  %(nvlinkDomainGPUs)s
+                )
+              )
+            ||| % p,
           },
           {
             record: 'railscope:rail_link_errors:nodes',

@@ -983,7 +983,8 @@ fn sharded(
 /// Metrics that are absent on this fleet, so the queries using them are empty: veth has
 /// no DCB, InfiniBand ports get their active MTU only from verbs on a live node and no RoCE
 /// RDMA device is in the fleet, OFED's extra PMA counters exist on no DGX node, AER types and
-/// XID codes appear with their first error, and H100s have no retired pages (they remap rows).
+/// XID codes appear with their first error, H100s have no retired pages (they remap rows),
+/// and the fleet's fake GPUs report no NVLink5 FEC histogram.
 const ABSENT_ON_THIS_FLEET: &[&str] = &[
     "railscope_dcb_",
     "active_mtu_bytes",
@@ -992,6 +993,7 @@ const ABSENT_ON_THIS_FLEET: &[&str] = &[
     "railscope_pci_aer_errors_by_type_total",
     "railscope_gpu_xid_errors_total",
     "railscope_gpu_retired_pages",
+    "railscope_nvlink_fec_history_total",
 ];
 
 /// Runs every dashboard query (variables set to match everything) and returns those that

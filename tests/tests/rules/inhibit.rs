@@ -39,7 +39,7 @@ fn the_example_config_is_valid() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("11 inhibit rules"), "{text}");
+    assert!(text.contains("12 inhibit rules"), "{text}");
 }
 
 /// Sends one firing alert with these labels.
@@ -190,6 +190,42 @@ fn one_fault_is_one_notification() {
             ],
         );
     }
+    // Rack A, an NVL72 domain: n7 GPU 2's fabric is unhealthy and n8 GPU 0 fell off the bus;
+    // the domain alert names both and is the one page. n9 GPU 1, in another rack's domain, is
+    // unhealthy too: its own page. n10 GPU 3 is lost on a node in no multi-node domain.
+    const RACK_A: (&str, &str) = ("8c2f6e1a-4b7d-4d93-9a05-e3b1c7f2d468", "32767");
+    const RACK_B: (&str, &str) = ("3e7a9c41-0d25-4f8b-b6e2-5a1c9d0f7b83", "32766");
+    fire(
+        &amtool,
+        &url,
+        &[
+            ("alertname", "RailscopeNVLinkDomainDegraded"),
+            ("severity", &severity("RailscopeNVLinkDomainDegraded")),
+            ("cluster_uuid", RACK_A.0),
+            ("clique_id", RACK_A.1),
+        ],
+    );
+    for (name, instance, gpu, domain) in [
+        ("RailscopeGPUFabricUnhealthy", "n7", "2", Some(RACK_A)),
+        ("RailscopeGPUFabricDegraded", "n7", "2", Some(RACK_A)),
+        ("RailscopeGPULost", "n8", "0", Some(RACK_A)),
+        ("RailscopeGPUFabricUnhealthy", "n9", "1", Some(RACK_B)),
+        ("RailscopeGPULost", "n10", "3", None),
+    ] {
+        let mut labels = vec![
+            ("alertname", name),
+            ("instance", instance),
+            ("gpu", gpu),
+            ("job", "railscope"),
+        ];
+        let severity = severity(name);
+        labels.push(("severity", &severity));
+        if let Some((uuid, clique)) = domain {
+            labels.push(("cluster_uuid", uuid));
+            labels.push(("clique_id", clique));
+        }
+        fire(&amtool, &url, &labels);
+    }
     // n4: the agent is down; the alerts its stale series raised are hidden.
     fire(
         &amtool,
@@ -215,6 +251,9 @@ fn one_fault_is_one_notification() {
         ("RailscopePCIeWidthDegraded", "n5", "0"),
         ("RailscopeGPUThermalSlowdown", "n6", "1"),
         ("RailscopeGPUFabricUnhealthy", "n6", "2"),
+        ("RailscopeNVLinkDomainDegraded", "", ""),
+        ("RailscopeGPUFabricUnhealthy", "n9", "1"),
+        ("RailscopeGPULost", "n10", "3"),
     ]
     .iter()
     .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
