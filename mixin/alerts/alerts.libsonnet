@@ -83,7 +83,9 @@ local lib = import '../lib/rules.libsonnet';
     local workload(on) =
       local one(alertLabel, seriesLabel) =
         local m = p.selector + ', ' + p.cluster + "='%[1]s', instance='%[2]s', " + seriesLabel + "='%[3]s'";
-        local args = ' $labels.' + p.cluster + ' $labels.instance $labels.' + alertLabel;
+        // `or … ""`: a missing label is "" in Prometheus's templates but nil in vmalert's,
+        // which printf would print as %!s(<nil>).
+        local args = ' (or $labels.' + p.cluster + ' "") $labels.instance $labels.' + alertLabel;
         local pods = 'count by (namespace, pod) (railscope_workload_device_info{' + m + '})';
         local procs = 'count by (kind, workload) (railscope_workload_process_device_info{' + m + ', kind!~"kubernetes|other"}'
                       + ' or (railscope_workload_process_device_info{' + m + ', kind="kubernetes"}'
@@ -122,7 +124,7 @@ local lib = import '../lib/rules.libsonnet';
             labels: { severity: 'critical' },
             annotations: {
               summary: '{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) is not ACTIVE/LinkUp',
-              description: "Logical state {{ with printf `railscope_ib_port_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (4 is ACTIVE), physical state {{ with printf `railscope_ib_port_phys_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` $labels.%(cluster)s $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (5 is LinkUp)." % p,
+              description: "Logical state {{ with printf `railscope_ib_port_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (4 is ACTIVE), physical state {{ with printf `railscope_ib_port_phys_state{%(selector)s,%(cluster)s='%%s',instance='%%s',device='%%s',port='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.device $labels.port | query }}{{ . | first | value }}{{ end }} (5 is LinkUp)." % p,
             } + portWorkload,
           },
           // A port the node had in the last goneLookback is gone while its agent is up and its
@@ -432,7 +434,7 @@ local lib = import '../lib/rules.libsonnet';
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) trained at {{ $value }} Gb/s, below the {{ with printf `railscope:ib_port_rate_bytes_per_second:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'} * 8 / 1e9` (or $labels.%(cluster)s \"\") $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} Gb/s of its {{ $labels.hca_type }} peers on the rail" % p,
               description: 'The port is ACTIVE at a lower rate than other {{ $labels.hca_type }} ports in the fleet: a degraded cable, transceiver or port speed setting. Training jobs on this rail run at its pace.',
             } + portWorkload,
           },
@@ -447,7 +449,7 @@ local lib = import '../lib/rules.libsonnet';
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` $labels.%(cluster)s $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
+              summary: "{{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} (rail {{ $labels.rail }}) runs {{ $value }} lanes, fewer than the {{ with printf `railscope:ib_port_link_width_lanes:median_by_model{%(cluster)s='%%s',hca_type='%%s',rail='%%s'}` (or $labels.%(cluster)s \"\") $labels.hca_type $labels.rail | query }}{{ . | first | value }}{{ end }} of its {{ $labels.hca_type }} peers on the rail" % p,
               description: 'A link that trained at fewer lanes (2X instead of 4X) has lost lanes to a bad cable or connector.',
             } + portWorkload,
           },
@@ -501,7 +503,7 @@ local lib = import '../lib/rules.libsonnet';
             labels: { severity: 'critical' },
             annotations: {
               local m = "%(cluster)s='%%[1]s', cluster_uuid='%%[2]s', clique_id='%%[3]s'" % p,
-              local args = ' $labels.%(cluster)s $labels.cluster_uuid $labels.clique_id' % p,
+              local args = ' (or $labels.%(cluster)s "") $labels.cluster_uuid $labels.clique_id' % p,
               local gpuAt = '{{ $sep }}{{ label "instance" . }}{{ with label "tray" . }} tray {{ . }}{{ end }}{{ with label "slot" . }} slot {{ . }}{{ end }} GPU {{ label "gpu" . }}',
               summary: 'NVLink domain {{ $labels.cluster_uuid }} clique {{ $labels.clique_id }} has {{ $value }} of {{ with printf `railscope:nvlink_domain_gpus:expected{' + m + '}`' + args + ' | query }}{{ . | first | value }}{{ end }} GPUs healthy',
               description: '{{ $sep := "" }}GPUs at fault: '
@@ -1137,7 +1139,7 @@ local lib = import '../lib/rules.libsonnet';
             labels: { severity: 'critical' },
             annotations: {
               summary: '{{ $labels.instance }} has {{ $value }} {{ if eq $labels.kind "gpu" }}GPUs{{ else }}RDMA ports{{ end }}, fewer than its expected inventory',
-              description: "The node must have {{ with printf `railscope_inventory_expected{%(selector)s,%(cluster)s='%%s',instance='%%s',kind='%%s'}` $labels.%(cluster)s $labels.instance $labels.kind | query }}{{ . | first | value }}{{ end }}: a device fell off the bus, its driver did not bind, or the node booted without it. Its own series are gone, so no other alert sees it." % p,
+              description: "The node must have {{ with printf `railscope_inventory_expected{%(selector)s,%(cluster)s='%%s',instance='%%s',kind='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.kind | query }}{{ . | first | value }}{{ end }}: a device fell off the bus, its driver did not bind, or the node booted without it. Its own series are gone, so no other alert sees it." % p,
             },
           },
           {
@@ -1150,7 +1152,7 @@ local lib = import '../lib/rules.libsonnet';
             labels: { severity: 'warning' },
             annotations: {
               summary: '{{ $labels.instance }} has {{ $value }} {{ if eq $labels.kind "nvlink_up" }}NVLinks up{{ else }}RDMA ports up at the expected rate and width{{ end }}, fewer than its expected inventory',
-              description: "The node must have {{ with printf `railscope_inventory_expected{%(selector)s,%(cluster)s='%%s',instance='%%s',kind='%%s'}` $labels.%(cluster)s $labels.instance $labels.kind | query }}{{ . | first | value }}{{ end }}: ports or links are down, or below the expected rate or width, so jobs get fewer rails or less bandwidth." % p,
+              description: "The node must have {{ with printf `railscope_inventory_expected{%(selector)s,%(cluster)s='%%s',instance='%%s',kind='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.kind | query }}{{ . | first | value }}{{ end }}: ports or links are down, or below the expected rate or width, so jobs get fewer rails or less bandwidth." % p,
             },
           },
         ],

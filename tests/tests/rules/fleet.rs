@@ -335,6 +335,29 @@ fn healthy_telemetry(f: &mut Fixture, node: usize) {
     }
 }
 
+/// One compute tray of a GB200 NVL72 rack as `gb200-tray.json` models it, its two faults
+/// cleared (GPU 2's link 11 reads as its clean neighbour, GPU 3's fabric as healthy), at
+/// tray index `tray` of the rack: every tray of the rack shares the chassis serial, the
+/// fabric's cluster UUID and clique, so the trays of the fleet form one NVLink domain.
+fn healthy_tray(f: &mut Fixture, tray: u8) {
+    let clean = f.gpus[2].nvlinks[10].nvlink5.clone();
+    f.gpus[2].nvlinks[11].nvlink5 = clean;
+    f.gpus[3].fabric = f.gpus[0].fabric.clone();
+    for gpu in &mut f.gpus {
+        let platform = gpu.platform.as_mut().unwrap();
+        platform.tray_index = tray;
+        // Slots count the switch trays too: slot = tray + 1 in the modelled rack.
+        platform.slot_number = tray + 1;
+    }
+}
+
+/// A GB200 tray node of the fleet: only its gpu collector runs.
+struct Tray {
+    name: String,
+    nvml: PathBuf,
+    port: u16,
+}
+
 fn fleet(mode: Rules) {
     let _one = ONE_FLEET.lock().unwrap_or_else(|e| e.into_inner());
     tool("prometheus");
@@ -412,6 +435,45 @@ fn fleet(mode: Rules) {
             sys: root.join("sys"),
             nvml,
             kmsg,
+            port,
+        });
+    }
+
+    // n6, n7: trays 3 and 4 of one GB200 NVL72 rack, one NVLink domain; the GPU collector
+    // alone, reading the FEC history every second.
+    let mut trays = Vec::new();
+    for (i, tray) in [(6, 3u8), (7, 4u8)] {
+        let root = dir.path().join(format!("n{i}"));
+        std::fs::create_dir_all(root.join("sys")).unwrap();
+        let nvml = root.join("nvml.json");
+        let mut f =
+            Fixture::load(&workspace().join("tests/fake-nvml/fixtures/gb200-tray.json")).unwrap();
+        healthy_tray(&mut f, tray);
+        f.save(&nvml).unwrap();
+        let port = free_port();
+        let child = Command::new(binary())
+            .args([
+                "--web.listen-address",
+                &format!("127.0.0.1:{port}"),
+                "--log.level",
+                "error",
+                "--collector.disable-defaults",
+                "--collector.gpu",
+                "--collector.gpu.fec-history-interval=1s",
+            ])
+            .arg("--path.sysfs")
+            .arg(root.join("sys"))
+            .arg("--collector.gpu.nvml-library")
+            .arg(&lib)
+            .env("RAILSCOPE_FAKE_NVML", &nvml)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        procs.0.push(child);
+        trays.push(Tray {
+            name: format!("n{i}"),
+            nvml,
             port,
         });
     }
@@ -510,7 +572,8 @@ fn fleet(mode: Rules) {
     std::fs::write(
         &am_config,
         format!(
-            "route:\n  receiver: test\n  group_by: [alertname, instance]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: false\n"
+            "route:\n  receiver: test\n  group_by: [alertname, instance]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: false\ninhibit_rules:\n{}",
+            shipped_inhibit_rule("RailscopeNVLinkDomainDegraded")
         ),
     )
     .unwrap();
@@ -525,10 +588,13 @@ fn fleet(mode: Rules) {
         .iter()
         .map(|n| format!("'127.0.0.1:{}'", n.port))
         .collect();
+    targets.extend(trays.iter().map(|t| format!("'127.0.0.1:{}'", t.port)));
     targets.push(format!("'10.233.77.2:{roce_port}'"));
     let mut relabel: String = nodes
         .iter()
-        .map(|n| format!("      - source_labels: [__address__]\n        regex: '127.0.0.1:{}'\n        target_label: instance\n        replacement: {}\n", n.port, n.name))
+        .map(|n| (n.port, &n.name))
+        .chain(trays.iter().map(|t| (t.port, &t.name)))
+        .map(|(port, name)| format!("      - source_labels: [__address__]\n        regex: '127.0.0.1:{port}'\n        target_label: instance\n        replacement: {name}\n"))
         .collect();
     relabel.push_str(&format!("      - source_labels: [__address__]\n        regex: '10.233.77.2:{roce_port}'\n        target_label: instance\n        replacement: n5\n"));
     let mut shard_ports = Vec::new();
@@ -561,6 +627,9 @@ fn fleet(mode: Rules) {
     for node in &nodes {
         wait_http(node.port, "/-/ready");
     }
+    for tray in &trays {
+        wait_http(tray.port, "/-/ready");
+    }
     wait_http_at("10.233.77.2", roce_port, "/-/ready");
     wait_http(am_port, "/-/ready");
     wait_http(prom_port, "/-/ready");
@@ -591,7 +660,7 @@ fn fleet(mode: Rules) {
             })
             .collect();
         assert!(
-            scraped.iter().all(|n| *n >= 1.0) && scraped.iter().sum::<f64>() == 5.0,
+            scraped.iter().all(|n| *n >= 1.0) && scraped.iter().sum::<f64>() == 7.0,
             "targets per shard: {scraped:?}"
         );
     }
@@ -669,6 +738,47 @@ fn fleet(mode: Rules) {
     f.gpus[1].nvlinks[7].active = false;
     f.save(&nodes[3].nvml).unwrap();
 
+    // The NVLink domain of n6 and n7: n6's GPU 1 fabric turns unhealthy and n7's GPU 0 falls
+    // off the bus, so 6 of its 8 GPUs are healthy. Both GPUs' own alerts are inhibited beneath
+    // the one domain alert.
+    let mut f = Fixture::load(&trays[0].nvml).unwrap();
+    f.gpus[1].fabric.as_mut().unwrap().health_summary = 2;
+    f.save(&trays[0].nvml).unwrap();
+    let mut f = Fixture::load(&trays[1].nvml).unwrap();
+    f.gpus[0].lost = true;
+    // n7: GPU 2, C2C enabled, loses C2C link 3.
+    f.gpus[2].c2c.as_mut().unwrap().links[3].active = false;
+    f.save(&trays[1].nvml).unwrap();
+    // n6: GPU 0's NVLink 3 corrects ever more symbols per codeword: its high FEC bins climb.
+    {
+        let (path, running) = (trays[0].nvml.clone(), Arc::clone(&running));
+        std::thread::spawn(move || {
+            while running.load(Ordering::Relaxed) {
+                let mut f = Fixture::load(&path).unwrap();
+                let history = f.gpus[0].nvlinks[3]
+                    .nvlink5
+                    .as_mut()
+                    .unwrap()
+                    .fec_history
+                    .as_mut()
+                    .unwrap();
+                for bin in &mut history[8..] {
+                    *bin += 100;
+                }
+                f.save(&path).unwrap();
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+    }
+    // What the domain alert inhibits: each may reach the webhook only before the domain alert
+    // does (the fast rules give it 2 s of `for`, faster than the fleet path on a loaded
+    // machine), and must be inhibited once it is in.
+    let beneath: BTreeSet<(&str, &str)> = [
+        ("RailscopeGPUFabricUnhealthy", "n6"),
+        ("RailscopeGPULost", "n7"),
+    ]
+    .into();
+
     let expected: BTreeSet<(&str, &str)> = [
         ("RailscopePortRateBelowPeers", "n1"),
         ("RailscopePortWidthBelowPeers", "n1"),
@@ -678,6 +788,9 @@ fn fleet(mode: Rules) {
         ("RailscopeSymbolErrorsAboveBER", "n4"),
         ("RailscopeGPUXidHardware", "n4"),
         ("RailscopePFCPauseStorm", "n5"),
+        ("RailscopeNVLinkDomainDegraded", ""),
+        ("RailscopeGPUC2CLinkDown", "n7"),
+        ("RailscopeNVLinkFECHistoryRising", "n6"),
     ]
     .into();
     // Once every expected alert arrived, a few more seconds for any that must not (such as
@@ -709,6 +822,7 @@ fn fleet(mode: Rules) {
         let seen: BTreeSet<(&str, &str)> = first_seen
             .keys()
             .map(|(a, i)| (a.as_str(), i.as_str()))
+            .filter(|k| !beneath.contains(k))
             .collect();
         if expected.is_subset(&seen) {
             let since = *complete.get_or_insert_with(Instant::now);
@@ -726,6 +840,7 @@ fn fleet(mode: Rules) {
     let seen: BTreeSet<(&str, &str)> = first_seen
         .keys()
         .map(|(a, i)| (a.as_str(), i.as_str()))
+        .filter(|k| !beneath.contains(k))
         .collect();
     if seen != expected {
         // What the rule store holds, for the next reader of a failure.
@@ -742,6 +857,43 @@ fn fleet(mode: Rules) {
         seen, expected,
         "alerts that reached the webhook (time to arrive: {first_seen:?})"
     );
+    // An alert the domain alert inhibits reached the webhook, if at all, no later than the
+    // domain alert; now Alertmanager holds each of them, inhibited.
+    let domain_at = first_seen[&("RailscopeNVLinkDomainDegraded".to_owned(), String::new())];
+    for (name, instance) in &beneath {
+        if let Some(at) = first_seen.get(&((*name).to_owned(), (*instance).to_owned())) {
+            assert!(
+                *at <= domain_at,
+                "{name} on {instance} reached the webhook at {at:?}, after the domain alert at {domain_at:?}"
+            );
+        }
+    }
+    let am: std::net::SocketAddr = format!("127.0.0.1:{am_port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let alerts: serde_json::Value = get(am, "/api/v2/alerts", &[])
+            .ok()
+            .and_then(|r| serde_json::from_slice(&r.body).ok())
+            .unwrap_or_default();
+        let inhibited = |name: &str, instance: &str| {
+            alerts.as_array().into_iter().flatten().any(|a| {
+                a["labels"]["alertname"] == name
+                    && a["labels"]["instance"] == instance
+                    && a["status"]["state"] == "suppressed"
+                    && a["status"]["inhibitedBy"]
+                        .as_array()
+                        .is_some_and(|by| !by.is_empty())
+            })
+        };
+        if beneath.iter().all(|(n, i)| inhibited(n, i)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not all of {beneath:?} are inhibited in Alertmanager: {alerts}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 
     // The right labels: device, port and rail for the port alerts, gpu and link for the others.
     let all: Vec<serde_json::Value> = received
@@ -750,6 +902,12 @@ fn fleet(mode: Rules) {
         .iter()
         .flat_map(|(_, v)| v["alerts"].as_array().cloned().unwrap_or_default())
         .collect();
+    let labels_on = |name: &str, instance: &str| {
+        all.iter()
+            .find(|a| a["labels"]["alertname"] == name && a["labels"]["instance"] == instance)
+            .map(|a| a["labels"].clone())
+            .unwrap_or_else(|| panic!("no {name} on {instance}"))
+    };
     let labels = |name: &str| {
         all.iter()
             .find(|a| a["labels"]["alertname"] == name)
@@ -794,7 +952,7 @@ fn fleet(mode: Rules) {
         (imbalance["device"].as_str(), imbalance["rail"].as_str()),
         (Some("mlx5_3"), Some("3"))
     );
-    let lost = labels("RailscopeGPULost");
+    let lost = labels_on("RailscopeGPULost", "n3");
     assert_eq!(
         (
             lost["gpu"].as_str(),
@@ -835,11 +993,67 @@ fn fleet(mode: Rules) {
         (link["gpu"].as_str(), link["link"].as_str()),
         (Some("1"), Some("7"))
     );
+    // The rack: one domain alert naming the nodes, trays and GPUs at fault; the C2C and FEC
+    // alerts with the GPU's tray and slot.
+    let domain = all
+        .iter()
+        .find(|a| a["labels"]["alertname"] == "RailscopeNVLinkDomainDegraded")
+        .unwrap();
+    assert_eq!(
+        (
+            domain["labels"]["cluster_uuid"].as_str(),
+            domain["labels"]["clique_id"].as_str()
+        ),
+        (Some("8c2f6e1a-4b7d-4d93-9a05-e3b1c7f2d468"), Some("32767")),
+        "{domain}"
+    );
+    let said = format!(
+        "{} {}",
+        domain["annotations"]["summary"], domain["annotations"]["description"]
+    );
+    for part in [
+        "6 of 8",
+        "n6",
+        "tray 3",
+        "unhealthy",
+        "n7",
+        "tray 4",
+        "lost",
+    ] {
+        assert!(said.contains(part), "{part:?} not in {said}");
+    }
+    let c2c = labels_on("RailscopeGPUC2CLinkDown", "n7");
+    assert_eq!(
+        (
+            c2c["gpu"].as_str(),
+            c2c["link"].as_str(),
+            c2c["tray"].as_str(),
+            c2c["slot"].as_str()
+        ),
+        (Some("2"), Some("3"), Some("4"), Some("5")),
+        "{c2c}"
+    );
+    let fec = labels_on("RailscopeNVLinkFECHistoryRising", "n6");
+    assert_eq!(
+        (
+            fec["gpu"].as_str(),
+            fec["link"].as_str(),
+            fec["tray"].as_str(),
+            fec["slot"].as_str()
+        ),
+        (Some("0"), Some("3"), Some("3"), Some("4")),
+        "{fec}"
+    );
     for a in &all {
+        let instance = a["labels"]["instance"].as_str();
         assert!(
             a["annotations"]["summary"]
                 .as_str()
-                .is_some_and(|s| s.starts_with(a["labels"]["instance"].as_str().unwrap_or("?"))),
+                .is_some_and(|s| match instance {
+                    Some(instance) => s.starts_with(instance),
+                    // A domain spans nodes: its summary names the domain.
+                    None => s.starts_with("NVLink domain"),
+                }),
             "{a}"
         );
         assert!(
@@ -993,7 +1207,6 @@ const ABSENT_ON_THIS_FLEET: &[&str] = &[
     "railscope_pci_aer_errors_by_type_total",
     "railscope_gpu_xid_errors_total",
     "railscope_gpu_retired_pages",
-    "railscope_nvlink_fec_history_total",
 ];
 
 /// Runs every dashboard query (variables set to match everything) and returns those that
@@ -1112,4 +1325,20 @@ fn the_fast_rules_still_parse_and_keep_their_alerts() {
             .matches("- alert: ")
             .count()
     );
+}
+
+/// The shipped inhibit rule (`alerts/alertmanager.example.yml`) whose source is `source`, as
+/// the text of one `inhibit_rules` item.
+fn shipped_inhibit_rule(source: &str) -> String {
+    let example =
+        std::fs::read_to_string(workspace().join("alerts/alertmanager.example.yml")).unwrap();
+    let start = example
+        .find(&format!("  - source_matchers: ['alertname=\"{source}\"']"))
+        .unwrap_or_else(|| panic!("no inhibit rule with source {source}"));
+    let rest = &example[start..];
+    let end = rest[1..]
+        .find("\n  - ")
+        .map(|i| i + 2)
+        .unwrap_or(rest.len());
+    rest[..end].to_owned()
 }
