@@ -1,11 +1,14 @@
 //! The end-to-end proof of the alert rules: four railscope agents on loopback, each on its
 //! own copy of the DGX H100 fixture tree and fake NVML fixture, and a fifth RoCE node in a
 //! network namespace of its own whose veth reports mlx5 PFC statistics through the
-//! `tests/fake-ethtool` LD_PRELOAD shim, all scraped by a real Prometheus (Debian package)
-//! with the rules loaded, alerting through a real Alertmanager to a webhook receiver in this
-//! test. Faults are injected by changing fixture files during the run (a port at 2X, a rail
-//! whose counters stop, a lost GPU, an inactive NVLink, PFC pause time climbing, one node's bad
-//! cable that must not raise the rail's fleet alert, an XID only the kernel log saw), and the test
+//! `tests/fake-ethtool` LD_PRELOAD shim, and two GB200 compute trays of one NVL72 rack (one
+//! NVLink domain, fake NVML only), all scraped by a real Prometheus (Debian package) with the
+//! rules loaded, alerting through a real Alertmanager (with the shipped NVLink-domain inhibit
+//! rule) to a webhook receiver in this test. Faults are injected by changing fixture files
+//! during the run (a port at 2X, a rail whose counters stop, a lost GPU, an inactive NVLink,
+//! PFC pause time climbing, one node's bad cable that must not raise the rail's fleet alert, an
+//! XID only the kernel log saw; in the rack, an unhealthy GPU and a lost one that must raise one
+//! domain alert above their own, a C2C link down, NVLink FEC high bins climbing), and the test
 //! asserts that exactly the matching alerts arrive, with the right labels, and that the
 //! dashboards' queries return data. The same fleet and faults run again on sharded Prometheus
 //! (two shards with the node-local rules, VictoriaMetrics, vmalert with the fleet-wide rules;
