@@ -48,11 +48,6 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_inventory_expected_port_width_lanes",
     "railscope_inventory_expected_pcie_link_speed_transfers_per_second",
     "railscope_inventory_expected_pcie_link_width_lanes",
-    // Rack-scale GPUs (Blackwell and later): no fixture GPU reports platform info, the C2C
-    // mode or the NVLink5 FEC histogram (docs/alerts.md, "Rack-scale systems").
-    "railscope_gpu_platform_info",
-    "railscope_gpu_c2c_enabled",
-    "railscope_nvlink_fec_history_total",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
 ];
