@@ -7,10 +7,11 @@ local lib = import '../lib/rules.libsonnet';
   // What makes a GPU of a multi-node NVLink domain not healthy, besides being down, in order
   // (the first that holds names the fault): [fault, condition on the GPU's series by (cluster,
   // instance, gpu)]. The same conditions as RailscopeGPUFabricUnhealthy and
-  // RailscopeGPUFabricDegraded. IMEX: where the agent reports the node's IMEX daemon, its
-  // condition goes here (['imex', <its not-ready series by cluster, instance> == 1]), so that a
-  // node whose IMEX domain is down counts against its NVLink domain; docs/alerts.md says what
-  // it adds. Mix in `nvlinkDomainFaults+:: [...]` to add one.
+  // RailscopeGPUFabricDegraded, then IMEX: the one IMEX state NVML reports, a GPU whose
+  // driver asks for its IMEX domain to be recovered (recovery action 5,
+  // RECOVER_IMEX_DOMAIN). Where the agent reports the node's IMEX daemon itself, its condition
+  // goes here too, so that a node whose IMEX domain is down counts against its NVLink domain;
+  // docs/alerts.md says what it adds. Mix in `nvlinkDomainFaults+:: [...]` to add one.
   nvlinkDomainFaults:: [
     [
       'unhealthy',
@@ -24,6 +25,12 @@ local lib = import '../lib/rules.libsonnet';
       |||
         railscope_gpu_fabric_health{%(selector)s, condition="degraded_bandwidth"} == 1
         or on (%(cluster)s, instance, gpu) railscope_gpu_fabric_health_state{%(selector)s, state="limited_capacity"} == 1
+      |||,
+    ],
+    [
+      'imex',
+      |||
+        railscope_gpu_recovery_action{%(selector)s, action="recover_imex_domain"} == 1
       |||,
     ],
   ],

@@ -608,12 +608,13 @@ fn usage_families(gpus: &[Gpu]) -> Vec<Family> {
 }
 
 /// `nvmlDeviceGpuRecoveryAction_t`, by value.
-const RECOVERY_ACTIONS: [&str; 5] = [
+const RECOVERY_ACTIONS: [&str; 6] = [
     "none",
     "gpu_reset",
     "node_reboot",
     "drain_p2p",
     "drain_and_reset",
+    "recover_imex_domain",
 ];
 
 /// The health of device memory: ECC errors, remapped rows and retired pages, and the
@@ -641,7 +642,7 @@ fn memory_health_families(gpus: &[Gpu]) -> Vec<Family> {
     );
     let mut recovery = Family::gauge(
         "railscope_gpu_recovery_action",
-        "1 for the recovery action the driver asks for after an error (none, gpu_reset, node_reboot, drain_p2p, drain_and_reset); it holds until the action is done.",
+        "1 for the recovery action the driver asks for after an error (none, gpu_reset, node_reboot, drain_p2p, drain_and_reset, recover_imex_domain); it holds until the action is done.",
     );
     for gpu in gpus {
         for (kind, scope, n) in &gpu.ecc {

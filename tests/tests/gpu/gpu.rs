@@ -503,6 +503,7 @@ fn the_drivers_recovery_action_is_exported() {
     f.gpus[2].fields.push(counter_field(230, 0));
     f.gpus[3].fields.push(counter_field(230, 1));
     f.gpus[4].fields.push(counter_field(230, 9));
+    f.gpus[5].fields.push(counter_field(230, 5));
     f.save(&live).unwrap();
     let agent = GpuAgent::start(&live, &[]);
     let (text, _) = agent.scrape("5");
@@ -525,9 +526,20 @@ fn the_drivers_recovery_action_is_exported() {
         1.0,
         "a newer driver's value is shown"
     );
+    // 5: the IMEX domain (NVML's RECOVER_IMEX_DOMAIN), named.
+    assert_eq!(action("5", "recover_imex_domain"), 1.0);
+    assert_eq!(action("5", "none"), 0.0);
+    assert!(
+        find(
+            &s,
+            "railscope_gpu_recovery_action",
+            &[("action", "unknown_5")]
+        )
+        .is_empty()
+    );
     assert_eq!(
         find(&s, "railscope_gpu_recovery_action", &[("gpu", "3")]).len(),
-        5
+        6
     );
     assert!(find(&s, "railscope_gpu_recovery_action", &[("gpu", "0")]).is_empty());
 }
