@@ -67,6 +67,10 @@
       railErrorsMinNodes: 3,
       // RailscopePCIeAERCorrectable: correctable AER errors per second on a function.
       aerCorrectablePerSecond: 0.1,
+      // RailscopeNICTemperatureNearCritical: degrees Celsius under a NIC sensor's critical
+      // threshold (railscope_nic_temperature_critical_celsius: the ASIC's, or the transceiver
+      // module's) at which it fires.
+      nicTemperatureMarginCelsius: 5,
       // RailscopeNICFarFromGPU: the NIC's nearest GPU at this distance or more (40 = SYS,
       // across the CPU interconnect; see railscope_topology_nic_gpu_distance).
       nicGPUDistance: 40,

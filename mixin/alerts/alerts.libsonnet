@@ -602,6 +602,35 @@ local lib = import '../lib/rules.libsonnet';
               description: 'ACS request/completion redirect on a switch port sends GPU↔NIC traffic up to the root complex: GPUDirect RDMA slows down or fails.',
             },
           },
+          // A NIC sensor (the ASIC, or the transceiver module in its cage) within
+          // nicTemperatureMarginCelsius of the critical threshold its driver reports. A
+          // threshold of 0 is none (a module that reports no alarm levels). The rail comes from
+          // the function's RDMA device; an Ethernet NIC without one, or a port on no rail, is
+          // rail "none".
+          {
+            alert: 'RailscopeNICTemperatureNearCritical',
+            expr: |||
+              (
+                railscope_nic_temperature_celsius{%(selector)s}
+                >= railscope_nic_temperature_critical_celsius{%(selector)s} - %(nicTemperatureMarginCelsius)s
+                and railscope_nic_temperature_critical_celsius{%(selector)s} > 0
+              )
+              * on (%(cluster)s, instance, device) group_left (rail) topk by (%(cluster)s, instance, device) (1, railscope:port_rail:info)
+              or on (%(cluster)s, instance, pci_address, channel)
+              label_replace(
+                railscope_nic_temperature_celsius{%(selector)s}
+                >= railscope_nic_temperature_critical_celsius{%(selector)s} - %(nicTemperatureMarginCelsius)s
+                and railscope_nic_temperature_critical_celsius{%(selector)s} > 0,
+                "rail", "none", "", ""
+              )
+            ||| % p,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} NIC {{ $labels.pci_address }}{{ with $labels.device }} ({{ . }}){{ end }} (rail {{ $labels.rail }}) {{ $labels.sensor }} at {{ $value }} °C, within %(nicTemperatureMarginCelsius)s °C of its critical threshold' % p,
+              description: "Critical threshold {{ with printf `railscope_nic_temperature_critical_celsius{%(selector)s,%(cluster)s='%%s',instance='%%s',pci_address='%%s',channel='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.pci_address $labels.channel | query }}{{ . | first | value }}{{ end }} °C. A transceiver past its threshold shuts its laser down and the link drops; an ASIC past it throttles or the firmware shuts the NIC down. Usually airflow: a failed fan, a blocked vent, a hot aisle." % p,
+            } + portWorkload,
+          },
         ],
       },
       {

@@ -164,6 +164,7 @@ fn the_example_config_file_is_valid() {
             "dcb",
             "gpu",
             "pci",
+            "hwmon",
             "topology",
             "host",
             "kmsg",
@@ -171,7 +172,7 @@ fn the_example_config_file_is_valid() {
         ]
     );
     assert_eq!(
-        c.collection.collectors[6]
+        c.collection.collectors[7]
             .options
             .get("rail-exclude")
             .unwrap(),
@@ -264,7 +265,7 @@ fn map_options_from_the_file() {
     );
     let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
     assert_eq!(
-        c.collection.collectors[6].options.map("rails").unwrap(),
+        c.collection.collectors[7].options.map("rails").unwrap(),
         [
             ("0000:18:00.0".to_owned(), "0".to_owned()),
             ("mlx5_1".to_owned(), "1".to_owned())
@@ -522,7 +523,7 @@ fn collector_options_are_typed_by_their_kind() {
     // A map option from a flag is parsed once into pairs; a bad one names the flag at start.
     let c = run(&["--collector.topology.rails", "mlx5_0=0, mlx5_1=1"]).unwrap();
     assert_eq!(
-        c.collection.collectors[6].options.map("rails").unwrap(),
+        c.collection.collectors[7].options.map("rails").unwrap(),
         [
             ("mlx5_0".to_owned(), "0".to_owned()),
             ("mlx5_1".to_owned(), "1".to_owned())
@@ -548,7 +549,7 @@ fn collector_options_are_typed_by_their_kind() {
     );
     let c = run(&["--config.file", file.path().to_str().unwrap()]).unwrap();
     assert_eq!(
-        c.collection.collectors[6].options.map("rails").unwrap(),
+        c.collection.collectors[7].options.map("rails").unwrap(),
         [("a=b,c".to_owned(), "2".to_owned())]
     );
     assert_eq!(

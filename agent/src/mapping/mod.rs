@@ -13,6 +13,7 @@
 pub mod dcb;
 pub mod ethtool;
 pub mod gpu;
+pub mod hwmon;
 pub mod infiniband;
 pub mod kmsg;
 pub mod netdev;
@@ -120,6 +121,7 @@ pub(crate) fn families(
             Some(SourceData::Dcb(snapshot)) => out.extend(dcb::families(snapshot)),
             Some(SourceData::Gpu(snapshot)) => out.extend(gpu::families(snapshot)),
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
+            Some(SourceData::Hwmon(snapshot)) => out.extend(hwmon::families(snapshot)),
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
             Some(SourceData::Kmsg(snapshot)) => out.extend(kmsg::families(snapshot)),

@@ -10,6 +10,7 @@ pub mod dcb;
 pub mod ethtool;
 pub mod gpu;
 pub mod host;
+pub mod hwmon;
 pub mod infiniband;
 pub mod kmsg;
 pub mod netdev;

@@ -190,7 +190,8 @@ fn json_args(mut args: Vec<String>) -> Vec<String> {
 #[test]
 fn faults_fixtures_show_their_faults_and_nothing_else() {
     // tests/fixtures/h100-cx7-ndr-ib-faults/README.md: mlx5_5 down, mlx5_2 at 2X 200 Gb/s,
-    // mlx5_6's PMA counters saturated, three broken files of mlx5_7.
+    // mlx5_6's PMA counters saturated, three broken files of mlx5_7 and its malformed module
+    // temperature.
     let (code, text) = doctor(
         &json_args(tree_args(&fixtures().join("h100-cx7-ndr-ib-faults"))),
         &[],
@@ -204,6 +205,7 @@ fn faults_fixtures_show_their_faults_and_nothing_else() {
             ("warning", "port_width", "mlx5_2 port 1"),
             ("warning", "pma_saturated", "mlx5_6 port 1"),
             ("warning", "collector_errors", "collector infiniband"),
+            ("warning", "collector_errors", "collector hwmon"),
         ])
     );
     // tests/fixtures/h100-pcie-faults/README.md: the PCIe and GPUDirect faults.
@@ -445,6 +447,7 @@ fn expected_inventory_from_the_config_and_from_a_running_agent() {
             ("warning", "port_width", "mlx5_2 port 1"),
             ("warning", "pma_saturated", "mlx5_6 port 1"),
             ("warning", "collector_errors", "collector infiniband"),
+            ("warning", "collector_errors", "collector hwmon"),
         ])
     );
     let report = json(&local);

@@ -286,3 +286,130 @@ fn every_port_and_counter_of_every_tree_is_exported_with_its_value() {
     }
     assert!(total > 500, "only {total} values checked");
 }
+
+/// hwmon file → family, restated independently of the agent.
+const HWMON_FAMILIES: [(&str, &str); 3] = [
+    ("input", "railscope_nic_temperature_celsius"),
+    ("highest", "railscope_nic_temperature_highest_celsius"),
+    ("crit", "railscope_nic_temperature_critical_celsius"),
+];
+
+/// Every temperature file of every RDMA device's hwmon device, checked against `/metrics`:
+/// a number of millidegrees is its series in degrees, anything else no series. Returns how
+/// many files were checked.
+fn check_hwmon(tree: &str, samples: &[Sample]) -> usize {
+    let class = fixtures().join(tree).join("sys/class/infiniband");
+    let mut checked = 0;
+    for device in dirs(&class) {
+        let hwmon = class.join(&device).join("device/hwmon");
+        for dir in dirs(&hwmon) {
+            let files = files(&hwmon.join(&dir));
+            for file in &files {
+                let Some((channel, attr)) = file
+                    .strip_prefix("temp")
+                    .and_then(|rest| rest.split_once('_'))
+                else {
+                    continue;
+                };
+                let Some((_, family)) = HWMON_FAMILIES.iter().find(|(a, _)| *a == attr) else {
+                    continue;
+                };
+                let text = read(&hwmon.join(&dir).join(file)).unwrap();
+                let labels = [("device", device.as_str()), ("channel", channel)];
+                let found = find(samples, family, &labels);
+                let at = format!("{tree}/{device}/{dir}/{file}");
+                match text.parse::<i64>() {
+                    Ok(milli) => {
+                        assert_eq!(found.len(), 1, "{at}");
+                        assert_eq!(found[0].value, milli as f64 / 1000.0, "{at}");
+                    }
+                    Err(_) => assert!(found.is_empty(), "{at}: unparseable {text:?} exported"),
+                }
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+#[test]
+fn every_nic_temperature_of_every_tree_is_exported_in_degrees() {
+    let mut total = 0;
+    for tree in fixture_trees() {
+        let agent = Agent::fixture(&tree, &[]);
+        total += check_hwmon(&tree, &parse_samples(&agent.scrape()));
+    }
+    // Two trees of eight HCAs, two channels of three files each, less one missing threshold.
+    assert_eq!(total, 2 * 8 * 2 * 3 - 1);
+}
+
+/// The faulty hwmon files of the faults tree cost their own series only: the malformed
+/// module reading of mlx5_7 (one error, its threshold and highest still there) and the
+/// missing threshold of mlx5_6 (no error).
+#[test]
+fn a_broken_nic_sensor_file_costs_only_its_own_series() {
+    let agent = Agent::fixture("h100-cx7-ndr-ib-faults", &[]);
+    let samples = parse_samples(&agent.scrape());
+    let module = |device: &'static str| [("device", device), ("sensor", "module0")];
+    assert!(
+        find(
+            &samples,
+            "railscope_nic_temperature_celsius",
+            &module("mlx5_7")
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "railscope_nic_temperature_critical_celsius",
+            &module("mlx5_7")
+        ),
+        75.0
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "railscope_nic_temperature_highest_celsius",
+            &module("mlx5_7")
+        ),
+        41.625
+    );
+    assert!(
+        find(
+            &samples,
+            "railscope_nic_temperature_critical_celsius",
+            &module("mlx5_6")
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "railscope_nic_temperature_celsius",
+            &module("mlx5_6")
+        ),
+        37.375
+    );
+    // Sixteen sensors, one reading lost.
+    assert_eq!(
+        find(&samples, "railscope_nic_temperature_celsius", &[]).len(),
+        15
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "railscope_collector_last_errors",
+            &[("collector", "hwmon")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "railscope_collector_success",
+            &[("collector", "hwmon")]
+        ),
+        1.0
+    );
+}
