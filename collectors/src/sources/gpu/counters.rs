@@ -295,20 +295,18 @@ pub(super) fn read_nvlink5(
         .iter()
         .zip(&values)
         .filter(|((id, _), _)| fec_ids.contains(id));
+    // Whether any bin was asked, any answered other than NOT_SUPPORTED, and every one read.
     let mut fec_asked = false;
     let mut fec_supported = false;
+    let mut fec_clean = true;
     for (_, v) in fec_answers {
         fec_asked = true;
         fec_supported |= !is_unsupported(v);
+        fec_clean &= v.is_ok();
     }
     if fec_asked && !fec_supported {
         kept.set_unsupported(NVLINK5_FEC);
     }
-    let fec_clean = requests
-        .iter()
-        .zip(&values)
-        .filter(|((id, _), _)| fec_ids.contains(id))
-        .all(|(_, v)| v.is_ok());
     if requests
         .iter()
         .zip(&values)
