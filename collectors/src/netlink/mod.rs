@@ -1,5 +1,6 @@
 //! Netlink framing shared by every netlink protocol railscope speaks: rtnetlink
-//! (`NETLINK_ROUTE`: the link dump in [`rtnl`], DCB in `sources/dcb/wire.rs`) and RDMA netlink
+//! (`NETLINK_ROUTE`: the link dump in [`rtnl`], DCB in `sources/dcb/wire.rs`), generic netlink
+//! ([`genl`]: the `ethtool` family in [`ethtool`], `devlink`) and RDMA netlink
 //! (`NETLINK_RDMA`: `sources/infiniband/netlink.rs`).
 //!
 //! Kernel interface: `include/uapi/linux/netlink.h` (`struct nlmsghdr`, `struct nlattr`,
@@ -13,6 +14,8 @@
 //! them; [`Socket`] only moves them, each receive bounded by a timeout and each request by a
 //! budget. The protocols keep their message types, attributes and payload structs.
 
+pub(crate) mod ethtool;
+pub(crate) mod genl;
 pub(crate) mod rtnl;
 
 use std::io;
