@@ -58,6 +58,8 @@ need qemu-system-x86_64 qemu-system-x86
 need ibv_devinfo ibverbs-utils
 need ib_write_bw perftest
 need rdma iproute2
+need devlink iproute2
+need ethtool ethtool
 need modprobe kmod
 need depmod kmod
 need cpio cpio

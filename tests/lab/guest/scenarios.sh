@@ -36,7 +36,7 @@ echo "mode=$MODE kernel=$(uname -r) cpus=$(nproc)"
 printf '#!/bin/sh\nexec /usr/sbin/modprobe -d /kernel "$@"\n' >/run/modprobe
 chmod 755 /run/modprobe
 echo /run/modprobe >/proc/sys/kernel/modprobe
-for m in rdma_rxe siw veth rdma_ucm; do
+for m in rdma_rxe siw veth rdma_ucm ib_umad netdevsim; do
     modprobe -d /kernel $m || fatal "modprobe $m"
 done
 mark T_MODULES_LOADED
@@ -67,6 +67,35 @@ ip rule add pref 100 lookup local
 ip rule del pref 0 lookup local
 mark T_DEVICES_UP
 rdma link show
+
+# ---------------------------------------------------------------- netdevsim: devlink health and FEC
+# A netdevsim device (drivers/net/netdevsim) with one port: its devlink instance has the
+# health reporters "empty" and "dummy" (health.c), broken through debugfs; its netdev has
+# FEC settings (ethtool.c: get/set_fecparam, get_err makes FEC_GET fail) and no module
+# EEPROM. Without udev the netdev keeps the kernel's name (eth0).
+mount -t debugfs none /sys/kernel/debug || fatal "mount debugfs"
+echo "10 1" >/sys/bus/netdevsim/new_device || fatal "netdevsim new_device"
+NSIM_DBG=/sys/kernel/debug/netdevsim/netdevsim10
+NSIM=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    NSIM=$(ls /sys/bus/netdevsim/devices/netdevsim10/net/ 2>/dev/null | head -1)
+    [ -n "$NSIM" ] && break
+    sleep 0.2
+done
+[ -n "$NSIM" ] || fatal "netdevsim10 has no netdev"
+ip link set "$NSIM" up || fatal "ip link set $NSIM up"
+ethtool --set-fec "$NSIM" encoding rs || fatal "ethtool --set-fec $NSIM encoding rs"
+echo "$NSIM" >$OUT/info/netdevsim-netdev
+nsim_info() { # NAME: what ethtool and devlink say about the netdevsim device now
+    {
+        echo "\$ ethtool --show-fec $NSIM"; ethtool --show-fec "$NSIM"; echo "[rc=$?]"
+        echo "\$ ethtool -m $NSIM"; ethtool -m "$NSIM"; echo "[rc=$?]"
+        echo "\$ devlink -j health show"; devlink -j health show; echo "[rc=$?]"
+        echo "\$ devlink -j dev info"; devlink -j dev info; echo "[rc=$?]"
+    } >$OUT/info/netdevsim-$1.txt 2>&1
+    devlink -j health show >$OUT/info/netdevsim-$1-health.json 2>/dev/null
+}
+nsim_info created
 LT="timeout 120 python3 /lab/guest/labtool.py"
 G0=$($LT gidx rxe0) || fatal "$G0"
 G1=$($LT gidx rxe1) || fatal "$G1"
@@ -142,6 +171,20 @@ tail -3 $OUT/traffic/client.txt
 echo "$ITERS 65536" >$OUT/traffic/params
 mark T_TRAFFIC_DONE
 step traffic
+
+# ---------------------------------------------------------------- netdevsim: a reporter in error, FEC_GET failing
+# fail_recover makes the dummy reporter's recovery fail, so the report leaves it in error
+# (devlink_health_report() returns the recovery's error: the write fails, as expected).
+echo 1 >$NSIM_DBG/health/fail_recover || fatal "fail_recover"
+echo "railscope lab: dummy reporter broken" >$NSIM_DBG/health/break_health 2>/dev/null
+echo 5 >$NSIM_DBG/ports/0/ethtool/get_err || fatal "ethtool get_err"
+nsim_info broken
+step health-broken
+echo 0 >$NSIM_DBG/ports/0/ethtool/get_err || fatal "ethtool get_err 0"
+echo 0 >$NSIM_DBG/health/fail_recover || fatal "fail_recover 0"
+devlink health recover netdevsim/netdevsim10 reporter dummy || fatal "devlink health recover"
+nsim_info recovered
+step health-recovered
 
 # ---------------------------------------------------------------- railscope doctor on the live devices
 # At the veths' MTU of 1500 rxe's active MTU is 1024 (a finding); at 4200 it is 4096 (none).
