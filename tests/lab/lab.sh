@@ -5,7 +5,7 @@
 #
 #   tests/lab/lab.sh WORK OUT [trimmed|full]
 #
-# WORK  cache directory (kernel, siw module, initramfs, downloaded packages); reused
+# WORK  cache directory (kernel, siw and netdevsim modules, initramfs, downloaded packages); reused
 #       between runs. tests/tests/lab/lab.rs uses target/lab.
 # OUT   result directory, emptied first; the guest writes into it over virtio-9p.
 # mode  trimmed (default): boot, create devices, one short traffic burst, scrape.
@@ -19,7 +19,7 @@
 #   LAB_VM_TIMEOUT hard limit on the VM run in seconds (default 900)
 #   LAB_BOOT_TIMEOUT seconds for the kernel to reach /init (default 180)
 #
-# Needs root (apt-get, depmod into WORK, building siw). A missing package is installed when
+# Needs root (apt-get, depmod into WORK, building siw and netdevsim). A missing package is installed when
 # running as root on Debian, and is a failure otherwise. Nothing is installed on the host
 # except Debian packages; the guest kernel is extracted into WORK, never installed.
 # The VM has no network device (-nodefaults -nic none); its only interfaces are lo and the
@@ -113,27 +113,33 @@ if [ ! -f "$KDIR/.done" ]; then
 fi
 [ -f "$MODDIR/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko" ] || die "$KPKG has no rdma_rxe.ko"
 
-# ------------------------------------------------------------------ siw: Debian builds its kernels with CONFIG_RDMA_SIW unset
-if [ ! -f "$MODDIR/updates/siw.ko" ]; then
-    TS=$(date +%s.%N)
-    SRCDEB=$WORK/debs/${SRCPKG}_${KVER}_all.deb
+# ------------------------------------------------------------------ modules Debian does not build
+# Debian builds its kernels with CONFIG_RDMA_SIW and CONFIG_NETDEVSIM unset: both are built
+# out of tree from the kernel source of the same version, against its headers.
+SRCDEB=$WORK/debs/${SRCPKG}_${KVER}_all.deb
+build_module() { # NAME SOURCE-DIR CONFIG-SYMBOL
+    local name=$1 dir=$2 config=$3 ts
+    [ -f "$MODDIR/updates/$name.ko" ] && return 0
+    ts=$(date +%s.%N)
     if [ ! -f "$SRCDEB" ]; then
-        log "downloading $SRCPKG $KVER (siw is not built in Debian's kernel)"
+        log "downloading $SRCPKG $KVER ($name is not built in Debian's kernel)"
         (cd "$WORK/debs" && apt-get download "$SRCPKG=$KVER") || die "apt-get download $SRCPKG=$KVER"
     fi
-    rm -rf "$WORK/siw-src" && mkdir -p "$WORK/siw-src"
-    dpkg-deb --fsys-tarfile "$SRCDEB" | tar -x -C "$WORK/siw-src" "./usr/src/$SRCPKG.tar.xz"
-    tar -xJf "$WORK/siw-src/usr/src/$SRCPKG.tar.xz" -C "$WORK/siw-src" --wildcards \
-        "$SRCPKG/drivers/infiniband/sw/siw/*"
-    rm -f "$WORK/siw-src/usr/src/$SRCPKG.tar.xz"
-    rm -rf "$WORK/siw-build" && cp -r "$WORK/siw-src/$SRCPKG/drivers/infiniband/sw/siw" "$WORK/siw-build"
-    make -s -C "/usr/src/linux-headers-$KV" M="$WORK/siw-build" CONFIG_RDMA_SIW=m modules 2>&1 \
+    rm -rf "$WORK/$name-src" && mkdir -p "$WORK/$name-src"
+    dpkg-deb --fsys-tarfile "$SRCDEB" | tar -x -C "$WORK/$name-src" "./usr/src/$SRCPKG.tar.xz"
+    tar -xJf "$WORK/$name-src/usr/src/$SRCPKG.tar.xz" -C "$WORK/$name-src" --wildcards "$SRCPKG/$dir/*"
+    rm -f "$WORK/$name-src/usr/src/$SRCPKG.tar.xz"
+    rm -rf "$WORK/$name-build" && cp -r "$WORK/$name-src/$SRCPKG/$dir" "$WORK/$name-build"
+    make -s -C "/usr/src/linux-headers-$KV" M="$WORK/$name-build" "$config=m" modules 2>&1 \
         | grep -v 'Skipping BTF' >&2 || true
-    [ -f "$WORK/siw-build/siw.ko" ] || die "building siw.ko failed"
+    [ -f "$WORK/$name-build/$name.ko" ] || die "building $name.ko failed"
     mkdir -p "$MODDIR/updates"
-    strip --strip-debug -o "$MODDIR/updates/siw.ko" "$WORK/siw-build/siw.ko"
-    echo "T_SIW_BUILD $(awk -v a="$TS" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')" >> "$OUT/host-timings.txt"
-fi
+    strip --strip-debug -o "$MODDIR/updates/$name.ko" "$WORK/$name-build/$name.ko"
+    echo "T_${name^^}_BUILD $(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')" >> "$OUT/host-timings.txt"
+}
+# siw: Soft-iWARP. netdevsim: a simulated NIC with devlink health reporters and FEC settings.
+build_module siw drivers/infiniband/sw/siw CONFIG_RDMA_SIW
+build_module netdevsim drivers/net/netdevsim CONFIG_NETDEVSIM
 depmod -b "$KDIR" "$KV"
 
 # ------------------------------------------------------------------ initramfs: static busybox + the virtio/9p modules
@@ -163,6 +169,7 @@ ln "$RAILSCOPE_BIN" "$SHARE/railscope" 2>/dev/null || cp "$RAILSCOPE_BIN" "$SHAR
     echo "kernel_package $KPKG $KVER"
     echo "kernel_release $KV"
     echo "siw_source $SRCPKG $KVER, built against linux-headers-$KV"
+    echo "netdevsim_source $SRCPKG $KVER, built against linux-headers-$KV"
     for p in qemu-system-x86 ibverbs-providers ibverbs-utils perftest iproute2 libibverbs1; do
         echo "package $p $(dpkg-query -W -f '${Version}' "$p" 2>/dev/null || echo none)"
     done
