@@ -144,6 +144,8 @@ registry! {
     Gpu => sources::gpu::GpuSource,
     /// The `pci` source's snapshot.
     Pci => sources::pci::PciSource,
+    /// The `devlink` source's snapshot.
+    Devlink => sources::devlink::DevlinkSource,
     /// The `hwmon` source's snapshot.
     Hwmon => sources::hwmon::HwmonSource,
     /// The `topology` source's snapshot.
