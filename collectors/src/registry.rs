@@ -144,8 +144,6 @@ registry! {
     Gpu => sources::gpu::GpuSource,
     /// The `pci` source's snapshot.
     Pci => sources::pci::PciSource,
-    /// The `devlink` source's snapshot.
-    Devlink => sources::devlink::DevlinkSource,
     /// The `hwmon` source's snapshot.
     Hwmon => sources::hwmon::HwmonSource,
     /// The `topology` source's snapshot.
@@ -156,6 +154,8 @@ registry! {
     Kmsg => sources::kmsg::KmsgSource,
     /// The `workload` source's snapshot.
     Workload => sources::workload::WorkloadSource,
+    /// The `devlink` source's snapshot.
+    Devlink => sources::devlink::DevlinkSource,
 }
 
 /// Why a source could not be built.
