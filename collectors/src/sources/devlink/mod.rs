@@ -174,10 +174,8 @@ impl DevlinkSource {
             }
         };
         let out = f(socket);
-        if out.is_err() {
-            if let Some(slot) = shared.as_deref_mut() {
-                *slot = None;
-            }
+        if let (Err(_), Some(slot)) = (&out, shared.as_deref_mut()) {
+            *slot = None;
         }
         out
     }
