@@ -27,12 +27,14 @@
 //! Network namespaces: devlink instances belong to a network namespace (`devlink reload
 //! netns`; 5.7+) and a dump lists only those of the socket's namespace
 //! (`devlinks_xa_for_each_registered_get(sock_net(...))`). An agent in a pod without host
-//! networking sees none; the source then reports itself absent.
+//! networking sees none; the source then reports itself absent. Only instances whose device
+//! is under the configured sysfs root (`<sysfs>/bus/<bus>/devices/<name>`) are reported, so
+//! an agent pointed at a fixture tree does not mix the live kernel's instances into it.
 //!
 //! Failure semantics: a reporter or info message that cannot be decoded costs that reporter
 //! or that instance's info and is a [`CollectError`]; an `INFO_GET` that fails costs that
 //! instance's info only (retried at the next collection); `EOPNOTSUPP` (a driver without
-//! `info_get`) is no info and no error. A dump that fails part-way keeps what it read and
+//! `info_get`) and `ENODEV` (the instance left since the dump) are no info and no error. A dump that fails part-way keeps what it read and
 //! counts one error.
 
 mod types;
@@ -87,7 +89,7 @@ struct KeptInfo {
 
 /// What the dump unit found.
 #[derive(Debug)]
-enum Dumped {
+pub(crate) enum Dumped {
     /// No devlink here, or no right to ask: said once.
     Absent(String),
     /// The instances and their reporters, with the failures met.
@@ -98,15 +100,29 @@ enum Dumped {
     },
 }
 
+/// How the source asks the kernel: the devlink family over generic netlink, or a fake in
+/// tests.
+pub(crate) trait Transport: Send + Sync + std::fmt::Debug {
+    /// Dumps the instances and every health reporter.
+    fn dump(&self) -> Dumped;
+    /// Asks one instance's info: `Ok(None)` when its driver has none.
+    fn info(&self, handle: &Handle) -> Result<Option<Info>, CollectError>;
+}
+
 /// Reads devlink health reporters and info.
 #[derive(Debug)]
 pub struct DevlinkSource {
     fs: Arc<dyn Fs>,
     sysfs: PathBuf,
-    /// The socket of the dumps, kept between collections; `None` until opened, and after a
-    /// failure.
-    socket: Mutex<Option<GenlSocket>>,
+    transport: Arc<dyn Transport>,
     infos: Mutex<HashMap<Handle, KeptInfo>>,
+}
+
+/// The devlink family over one generic netlink socket, kept between collections.
+#[derive(Debug, Default)]
+struct Netlink {
+    /// `None` until opened, and after a failure.
+    socket: Mutex<Option<GenlSocket>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -144,14 +160,24 @@ fn absent_reason(err: &io::Error, what: &str) -> Option<String> {
 impl DevlinkSource {
     /// A source reading PCI functions' RDMA devices under `sysfs` through `fs`.
     pub fn new(fs: Arc<dyn Fs>, sysfs: PathBuf) -> Self {
+        Self::with_transport(fs, sysfs, Arc::new(Netlink::default()))
+    }
+
+    pub(crate) fn with_transport(
+        fs: Arc<dyn Fs>,
+        sysfs: PathBuf,
+        transport: Arc<dyn Transport>,
+    ) -> Self {
         DevlinkSource {
             fs,
             sysfs,
-            socket: Mutex::new(None),
+            transport,
             infos: Mutex::new(HashMap::new()),
         }
     }
+}
 
+impl Netlink {
     /// Runs `f` on the kept socket (opening it first when there is none); a failure drops
     /// it, so the next use opens a fresh one. When the socket is held (by a unit stuck in a
     /// wedged driver), a socket of its own.
@@ -181,7 +207,7 @@ impl DevlinkSource {
     }
 
     /// Dumps the instances and every health reporter.
-    fn dump(&self) -> Dumped {
+    fn ask_dump(&self) -> Dumped {
         let mut errors = Vec::new();
         let mut instances = Vec::new();
         let mut reporters = Vec::new();
@@ -234,7 +260,7 @@ impl DevlinkSource {
     }
 
     /// Asks `handle`'s info; `Ok(None)` when its driver has none.
-    fn info(&self, handle: &Handle) -> (Option<KeptInfo>, Vec<CollectError>) {
+    fn ask_info(&self, handle: &Handle) -> Result<Option<Info>, CollectError> {
         let device = handle.to_string();
         let command = format!("DEVLINK_CMD_INFO_GET {device}");
         let mut decoded = None;
@@ -249,38 +275,50 @@ impl DevlinkSource {
                 },
             )
         });
-        let read_at = Instant::now();
         match (asked, decoded) {
-            (Ok(()), Some(Ok((_, info)))) => (
+            (Ok(()), Some(Ok((_, info)))) => Ok(Some(info)),
+            (Ok(()), Some(Err(err))) => Err(decode_error(Some(&device), command, &err)),
+            (Ok(()), None) => Ok(None),
+            // No info op, or the instance left between the dump and this request.
+            (Err(err), _)
+                if matches!(err.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENODEV)) =>
+            {
+                Ok(None)
+            }
+            (Err(err), _) => Err(error(Some(&device), command, &err)),
+        }
+    }
+}
+
+impl Transport for Netlink {
+    fn dump(&self) -> Dumped {
+        self.ask_dump()
+    }
+
+    fn info(&self, handle: &Handle) -> Result<Option<Info>, CollectError> {
+        self.ask_info(handle)
+    }
+}
+
+impl DevlinkSource {
+    /// Asks `handle`'s info.
+    fn info(&self, handle: &Handle) -> (Option<KeptInfo>, Vec<CollectError>) {
+        match self.transport.info(handle) {
+            Ok(info) => (
                 Some(KeptInfo {
-                    info: Some(info),
-                    read_at,
+                    info,
+                    read_at: Instant::now(),
                 }),
                 Vec::new(),
             ),
-            (Ok(()), Some(Err(err))) => (None, vec![decode_error(Some(&device), command, &err)]),
-            (Ok(()), None) => (
-                Some(KeptInfo {
-                    info: None,
-                    read_at,
-                }),
-                Vec::new(),
-            ),
-            (Err(err), _) if err.raw_os_error() == Some(libc::EOPNOTSUPP) => (
-                Some(KeptInfo {
-                    info: None,
-                    read_at,
-                }),
-                Vec::new(),
-            ),
-            (Err(err), _) => (None, vec![error(Some(&device), command, &err)]),
+            Err(err) => (None, vec![err]),
         }
     }
 
     /// Reads every instance once, under `run`.
     pub fn read_in(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
         let src = Arc::clone(self);
-        let mut units = run.each(vec![DUMP_UNIT.to_owned()], 1, move |_| src.dump());
+        let mut units = run.each(vec![DUMP_UNIT.to_owned()], 1, move |_| src.transport.dump());
         let Some((_, Unit::Done(dumped))) = units.pop() else {
             // Late or not started: the run has counted its timeout.
             return Report::new(Snapshot::default(), Vec::new());
@@ -298,11 +336,20 @@ impl DevlinkSource {
         for (handle, reporter) in reporters {
             devices.entry(handle).or_default().push(reporter);
         }
+        // Only the instances whose device is under the configured sysfs root: an agent run
+        // against a fixture tree does not report the live kernel's instances.
+        let listed = devices.len();
+        devices.retain(|h, _| self.under_root(h));
         if devices.is_empty() && errors.is_empty() {
-            return Report::absent(
-                Snapshot::default(),
-                "no devlink instance in the agent's network namespace",
-            );
+            let reason = if listed == 0 {
+                "no devlink instance in the agent's network namespace".to_owned()
+            } else {
+                format!(
+                    "none of the {listed} devlink instances has its device under {}/bus",
+                    self.sysfs.display()
+                )
+            };
+            return Report::absent(Snapshot::default(), reason);
         }
         // Info: kept for INFO_REFRESH; the stale and the missing asked, one unit each.
         let stale: Vec<Handle> = {
@@ -364,6 +411,23 @@ impl DevlinkSource {
             })
             .collect();
         Report::new(Snapshot { devices }, errors)
+    }
+
+    /// Whether the instance's device is under the sysfs root: `bus/<bus>/devices/<name>`
+    /// (`bus/pci/devices/0000:18:00.0`, `bus/netdevsim/devices/netdevsim1`,
+    /// `bus/auxiliary/devices/mlx5_core.sf.2`). A name that is not one path component is not.
+    fn under_root(&self, handle: &Handle) -> bool {
+        let component = |s: &str| !s.is_empty() && s != "." && s != ".." && !s.contains('/');
+        component(&handle.bus)
+            && component(&handle.name)
+            && self.fs.exists(
+                &self
+                    .sysfs
+                    .join("bus")
+                    .join(&handle.bus)
+                    .join("devices")
+                    .join(&handle.name),
+            )
     }
 
     /// The RDMA devices of each PCI function, in name order.

@@ -8,6 +8,7 @@ use crate::fs::RealFs;
 use crate::netlink::testing::{cstr, datagram, message, nla};
 use crate::netlink::{NLM_F_MULTI, NLMSG_DONE, messages};
 use crate::run::standalone;
+use std::time::Duration;
 
 const FAM: u16 = 0x14;
 
@@ -241,10 +242,22 @@ fn malformed_reporters_are_errors_never_wrong_values() {
     assert!(wire::decode_info(&messages(&m).unwrap()[0]).is_err());
 }
 
-/// The live kernel (no devlink instance here): the dumps succeed and there is nothing, no
-/// error. A kernel without the family would say so as absent, never as an error.
+/// Whether the running kernel has the devlink family (the host's does not: its kernel is
+/// built without `CONFIG_NET_DEVLINK`; the QEMU lab's Debian kernel has it).
+fn kernel_has_devlink() -> bool {
+    let mut socket = GenlSocket::open(Duration::from_secs(2)).unwrap();
+    match socket.family(wire::FAMILY) {
+        Ok(_) => true,
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => false,
+        Err(err) => panic!("nlctrl: {err}"),
+    }
+}
+
+/// The live kernel: without the devlink family the source is absent and says why, with no
+/// error; with it (and no instance, as on a machine without NICs) the dumps succeed and
+/// there is nothing, no error.
 #[test]
-fn the_running_kernel_dumps_nothing_and_that_is_not_an_error() {
+fn the_running_kernel_gives_no_error_with_or_without_devlink() {
     let source = Arc::new(DevlinkSource::new(
         Arc::new(RealFs),
         PathBuf::from(crate::fs::DEFAULT_SYSFS),
@@ -252,11 +265,184 @@ fn the_running_kernel_dumps_nothing_and_that_is_not_an_error() {
     let report = standalone(SPEC.name, |run| source.read_in(run));
     assert_eq!(report.errors, vec![]);
     let data = report.data.unwrap();
-    if data.devices.is_empty() {
+    if !kernel_has_devlink() {
+        let reason = report.absent.unwrap();
+        assert!(
+            reason.contains("no devlink generic netlink family"),
+            "{reason}"
+        );
+        assert_eq!(data, Snapshot::default());
+    } else if data.devices.is_empty() {
         assert!(report.absent.is_some(), "nothing is reported absent");
     }
-    // Asking again uses the kept socket and gives the same.
+    // Asking again (the kept socket, or a fresh one) gives the same.
     let again = standalone(SPEC.name, |run| source.read_in(run));
     assert_eq!(again.errors, vec![]);
     assert_eq!(again.data.unwrap(), data);
+}
+
+/// Where the kernel has devlink, it takes the `INFO_GET` request as well formed: for an
+/// instance it does not have it answers `ENODEV` (`devlink_get_from_attrs_lock()`), which is
+/// no info and no error, not `EINVAL` (a request its policy refuses). Without the family the
+/// request cannot be sent: `ENOENT`.
+#[test]
+fn the_running_kernel_takes_the_info_request() {
+    let netlink = Netlink::default();
+    let asked = netlink.ask_info(&pci("0000:ff:1f.7"));
+    if kernel_has_devlink() {
+        assert_eq!(asked, Ok(None));
+    } else {
+        assert_eq!(asked.unwrap_err().errno, Some(libc::ENOENT));
+    }
+}
+
+/// A kernel that answers with canned instances, reporters and info, and counts the info
+/// requests.
+#[derive(Debug, Default)]
+struct FakeKernel {
+    absent: Option<String>,
+    instances: Vec<Handle>,
+    reporters: Vec<(Handle, Reporter)>,
+    infos: std::sync::Mutex<Vec<String>>,
+}
+
+impl Transport for FakeKernel {
+    fn dump(&self) -> Dumped {
+        match &self.absent {
+            Some(reason) => Dumped::Absent(reason.clone()),
+            None => Dumped::Read {
+                instances: self.instances.clone(),
+                reporters: self.reporters.clone(),
+                errors: Vec::new(),
+            },
+        }
+    }
+
+    fn info(&self, handle: &Handle) -> Result<Option<Info>, CollectError> {
+        self.infos.lock().unwrap().push(handle.to_string());
+        match handle.name.as_str() {
+            // A firmware command that fails.
+            "0000:3b:00.1" => Err(error(
+                Some(&handle.to_string()),
+                format!("DEVLINK_CMD_INFO_GET {handle}"),
+                &io::Error::from_raw_os_error(libc::EIO),
+            )),
+            _ => Ok(Some(Info {
+                driver: Some("mlx5_core".into()),
+                ..Info::default()
+            })),
+        }
+    }
+}
+
+fn pci(name: &str) -> Handle {
+    Handle {
+        bus: "pci".into(),
+        name: name.into(),
+    }
+}
+
+fn fixture_sysfs(tree: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(tree)
+        .join("sys")
+}
+
+fn fake_source(kernel: FakeKernel) -> (Arc<DevlinkSource>, Arc<FakeKernel>) {
+    let kernel = Arc::new(kernel);
+    let source = Arc::new(DevlinkSource::with_transport(
+        Arc::new(RealFs),
+        fixture_sysfs("cx6dx-roce-2port"),
+        kernel.clone(),
+    ));
+    (source, kernel)
+}
+
+fn reporter(name: &str, port: Option<u32>) -> Reporter {
+    let (_, mut r) = wire::decode_reporter(&messages(&mlx5_tx(1)).unwrap()[0]).unwrap();
+    r.name = name.into();
+    r.port = port;
+    r
+}
+
+#[test]
+fn instances_get_their_pci_function_rdma_devices_and_reporters() {
+    let (source, kernel) = fake_source(FakeKernel {
+        instances: vec![
+            pci("0000:3b:00.0"),
+            pci("0000:3b:00.1"),
+            pci("0000:99:00.0"),
+        ],
+        reporters: vec![
+            (pci("0000:3b:00.0"), reporter("fw", None)),
+            (pci("0000:3b:00.0"), reporter("tx", Some(65535))),
+            (pci("0000:3b:00.1"), reporter("fw_fatal", None)),
+            // Of an instance whose device is not under this sysfs root (the live kernel's,
+            // seen by an agent run against a fixture tree): left out.
+            (pci("0000:99:00.0"), reporter("fw", None)),
+        ],
+        ..FakeKernel::default()
+    });
+    let report = standalone(SPEC.name, |run| source.read_in(run));
+    // The failed info of 0000:3b:00.1 is its only error; its reporters are still there.
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert_eq!(report.errors[0].errno, Some(libc::EIO));
+    assert_eq!(report.errors[0].device.as_deref(), Some("pci/0000:3b:00.1"));
+    let data = report.data.unwrap();
+    let handles: Vec<_> = data.devices.iter().map(Device::handle).collect();
+    assert_eq!(handles, ["pci/0000:3b:00.0", "pci/0000:3b:00.1"]);
+    let first = &data.devices[0];
+    assert_eq!(first.pci_address.as_deref(), Some("0000:3b:00.0"));
+    assert_eq!(first.rdma_devices, ["mlx5_0"]);
+    assert_eq!(
+        first.info.as_ref().and_then(|i| i.driver.as_deref()),
+        Some("mlx5_core")
+    );
+    let names: Vec<_> = first
+        .reporters
+        .iter()
+        .map(|r| (r.name.as_str(), r.port))
+        .collect();
+    assert_eq!(names, [("fw", None), ("tx", Some(65535))]);
+    let second = &data.devices[1];
+    assert_eq!(second.rdma_devices, ["mlx5_1"]);
+    assert_eq!(second.info, None);
+    assert_eq!(second.reporters[0].name, "fw_fatal");
+
+    // Info is kept: the next collection asks only the instance whose info failed.
+    kernel.infos.lock().unwrap().clear();
+    let again = standalone(SPEC.name, |run| source.read_in(run));
+    assert_eq!(*kernel.infos.lock().unwrap(), ["pci/0000:3b:00.1"]);
+    assert_eq!(
+        again.data.unwrap().devices[0].info,
+        first.info,
+        "the kept info is reported"
+    );
+}
+
+#[test]
+fn no_family_and_no_instance_are_absent_not_errors() {
+    let (source, _) = fake_source(FakeKernel {
+        absent: Some("the kernel has no devlink generic netlink family".into()),
+        ..FakeKernel::default()
+    });
+    let report = standalone(SPEC.name, |run| source.read_in(run));
+    assert_eq!(report.errors, vec![]);
+    assert!(report.absent.unwrap().contains("no devlink"));
+    let (source, _) = fake_source(FakeKernel::default());
+    let report = standalone(SPEC.name, |run| source.read_in(run));
+    assert_eq!(report.errors, vec![]);
+    assert!(report.absent.is_some());
+    assert_eq!(report.data.unwrap(), Snapshot::default());
+}
+
+#[test]
+fn absent_reasons_are_enoent_and_eperm_only() {
+    for errno in [libc::ENOENT, libc::EPERM, libc::EACCES] {
+        assert!(absent_reason(&io::Error::from_raw_os_error(errno), "x").is_some());
+    }
+    for errno in [libc::EIO, libc::ETIMEDOUT, libc::EINVAL] {
+        assert!(absent_reason(&io::Error::from_raw_os_error(errno), "x").is_none());
+    }
 }
