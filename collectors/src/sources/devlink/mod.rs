@@ -34,8 +34,8 @@
 //! Failure semantics: a reporter or info message that cannot be decoded costs that reporter
 //! or that instance's info and is a [`CollectError`]; an `INFO_GET` that fails costs that
 //! instance's info only (retried at the next collection); `EOPNOTSUPP` (a driver without
-//! `info_get`) and `ENODEV` (the instance left since the dump) are no info and no error. A dump that fails part-way keeps what it read and
-//! counts one error.
+//! `info_get`) and `ENODEV` (the instance left since the dump) are no info and no error. A
+//! dump that fails part-way keeps what it read and counts one error.
 
 mod types;
 pub mod wire;
