@@ -154,6 +154,8 @@ registry! {
     Kmsg => sources::kmsg::KmsgSource,
     /// The `workload` source's snapshot.
     Workload => sources::workload::WorkloadSource,
+    /// The `devlink` source's snapshot.
+    Devlink => sources::devlink::DevlinkSource,
 }
 
 /// Why a source could not be built.

@@ -168,7 +168,8 @@ fn the_example_config_file_is_valid() {
             "topology",
             "host",
             "kmsg",
-            "workload"
+            "workload",
+            "devlink"
         ]
     );
     assert_eq!(

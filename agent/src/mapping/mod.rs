@@ -11,6 +11,7 @@
 //! (whose present counts are exposed only for a chosen collector, as for a failed one).
 
 pub mod dcb;
+pub mod devlink;
 pub mod ethtool;
 pub mod gpu;
 pub mod hwmon;
@@ -119,6 +120,7 @@ pub(crate) fn families(
             Some(SourceData::Netdev(snapshot)) => out.extend(netdev::families(snapshot)),
             Some(SourceData::Ethtool(snapshot)) => out.extend(ethtool::families(snapshot)),
             Some(SourceData::Dcb(snapshot)) => out.extend(dcb::families(snapshot)),
+            Some(SourceData::Devlink(snapshot)) => out.extend(devlink::families(snapshot)),
             Some(SourceData::Gpu(snapshot)) => out.extend(gpu::families(snapshot)),
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
             Some(SourceData::Hwmon(snapshot)) => out.extend(hwmon::families(snapshot)),

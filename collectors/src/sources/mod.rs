@@ -7,6 +7,7 @@
 //! [`crate::registry`].
 
 pub mod dcb;
+pub mod devlink;
 pub mod ethtool;
 pub mod gpu;
 pub mod host;
