@@ -16,5 +16,6 @@ pub mod infiniband;
 pub mod kmsg;
 pub mod netdev;
 pub mod pci;
+pub mod phy;
 pub mod topology;
 pub mod workload;
