@@ -220,3 +220,118 @@ pub fn compact_list(size: u32, set: &[u32]) -> Attrs {
         .u32(A_BITSET_SIZE, size)
         .bytes(A_BITSET_VALUE, &value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{cstr, nest, nla};
+    use super::*;
+
+    fn words(w: &[u32]) -> Vec<u8> {
+        w.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn a_compact_list_gives_its_set_bits() {
+        // ethnl_put_bitset32() with no mask: NOMASK, SIZE, VALUE (bit 50: word 1, bit 18).
+        let payload = [
+            nla(A_BITSET_NOMASK, &[]),
+            nla(A_BITSET_SIZE, &121u32.to_ne_bytes()),
+            nla(A_BITSET_VALUE, &words(&[0x1, 1 << 18, 0, 1 << 10])),
+        ]
+        .concat();
+        let set = decode_bitset(&payload).unwrap();
+        assert!(set.list);
+        assert_eq!(set.set_bits().collect::<Vec<_>>(), vec![0, 50, 106]);
+        assert!(set.is_set(50) && !set.is_set(51));
+        // A value of another length than SIZE needs is refused.
+        let short = [
+            nla(A_BITSET_NOMASK, &[]),
+            nla(A_BITSET_SIZE, &121u32.to_ne_bytes()),
+            nla(A_BITSET_VALUE, &words(&[1, 2])),
+        ]
+        .concat();
+        assert!(decode_bitset(&short).is_err());
+    }
+
+    #[test]
+    fn a_compact_value_and_mask_speaks_of_the_masked_bits() {
+        let payload = [
+            nla(A_BITSET_SIZE, &8u32.to_ne_bytes()),
+            nla(A_BITSET_VALUE, &words(&[0b0101])),
+            nla(A_BITSET_MASK, &words(&[0b0111])),
+        ]
+        .concat();
+        let set = decode_bitset(&payload).unwrap();
+        assert!(!set.list);
+        let bits: Vec<(u32, bool)> = set.bits.iter().map(|b| (b.index, b.set)).collect();
+        assert_eq!(bits, vec![(0, true), (1, false), (2, true)]);
+        // Neither a mask nor NOMASK: malformed.
+        let bare = [
+            nla(A_BITSET_SIZE, &8u32.to_ne_bytes()),
+            nla(A_BITSET_VALUE, &words(&[1])),
+        ]
+        .concat();
+        assert!(decode_bitset(&bare).is_err());
+    }
+
+    #[test]
+    fn a_verbose_bitset_gives_indices_names_and_values() {
+        let bit = |i: u32, name: &str, value: bool| {
+            let mut attrs = vec![
+                nla(A_BITSET_BIT_INDEX, &i.to_ne_bytes()),
+                nla(A_BITSET_BIT_NAME, &cstr(name)),
+            ];
+            if value {
+                attrs.push(nla(A_BITSET_BIT_VALUE, &[]));
+            }
+            nest(A_BITSET_BITS_BIT, &attrs)
+        };
+        let payload = [
+            nla(A_BITSET_SIZE, &121u32.to_ne_bytes()),
+            nest(A_BITSET_BITS, &[bit(51, "BASER", false), bit(50, "RS", true)]),
+        ]
+        .concat();
+        let set = decode_bitset(&payload).unwrap();
+        assert_eq!(set.set_bits().collect::<Vec<_>>(), vec![50]);
+        assert_eq!(set.bits[0].name.as_deref(), Some("RS"));
+        assert_eq!(set.bits[1].index, 51);
+        // A list: every bit given is set.
+        let list = [
+            nla(A_BITSET_NOMASK, &[]),
+            nla(A_BITSET_SIZE, &121u32.to_ne_bytes()),
+            nest(A_BITSET_BITS, &[bit(51, "BASER", false)]),
+        ]
+        .concat();
+        assert!(decode_bitset(&list).unwrap().is_set(51));
+        // A bit past SIZE, no SIZE, an absurd SIZE: errors.
+        let past = [
+            nla(A_BITSET_SIZE, &8u32.to_ne_bytes()),
+            nest(A_BITSET_BITS, &[bit(51, "BASER", true)]),
+        ]
+        .concat();
+        assert!(decode_bitset(&past).is_err());
+        assert!(decode_bitset(&nla(A_BITSET_NOMASK, &[])).is_err());
+        assert!(decode_bitset(&nla(A_BITSET_SIZE, &u32::MAX.to_ne_bytes())).is_err());
+    }
+
+    #[test]
+    fn a_request_list_round_trips() {
+        let payload = compact_list(5, &[0, 3, 9]).finish();
+        let set = decode_bitset(&payload).unwrap();
+        assert!(set.list);
+        assert_eq!(set.size, 5);
+        assert_eq!(set.set_bits().collect::<Vec<_>>(), vec![0, 3]);
+    }
+
+    #[test]
+    fn the_reply_header_names_the_device() {
+        let payload = [
+            nla(A_HEADER_DEV_INDEX, &4u32.to_ne_bytes()),
+            nla(A_HEADER_DEV_NAME, &cstr("ens1f0np0")),
+        ]
+        .concat();
+        let h = decode_header(&payload).unwrap();
+        assert_eq!((h.index, h.name.as_deref()), (Some(4), Some("ens1f0np0")));
+        assert!(decode_header(&[9, 0, 1, 0]).is_err());
+    }
+}
