@@ -146,8 +146,6 @@ registry! {
     Pci => sources::pci::PciSource,
     /// The `hwmon` source's snapshot.
     Hwmon => sources::hwmon::HwmonSource,
-    /// The `phy` source's snapshot.
-    Phy => sources::phy::PhySource,
     /// The `topology` source's snapshot.
     Topology => sources::topology::TopologySource,
     /// The `host` source's snapshot.
@@ -158,6 +156,8 @@ registry! {
     Workload => sources::workload::WorkloadSource,
     /// The `devlink` source's snapshot.
     Devlink => sources::devlink::DevlinkSource,
+    /// The `phy` source's snapshot.
+    Phy => sources::phy::PhySource,
 }
 
 /// Why a source could not be built.

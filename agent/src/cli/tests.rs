@@ -169,7 +169,8 @@ fn the_example_config_file_is_valid() {
             "host",
             "kmsg",
             "workload",
-            "devlink"
+            "devlink",
+            "phy"
         ]
     );
     assert_eq!(

@@ -19,6 +19,7 @@ pub mod infiniband;
 pub mod kmsg;
 pub mod netdev;
 pub mod pci;
+pub mod phy;
 pub mod workload;
 
 use std::collections::BTreeSet;
@@ -127,6 +128,7 @@ pub(crate) fn families(
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
             Some(SourceData::Kmsg(snapshot)) => out.extend(kmsg::families(snapshot)),
+            Some(SourceData::Phy(snapshot)) => out.extend(phy::families(snapshot)),
             Some(SourceData::Workload(snapshot)) => out.extend(workload::families(
                 snapshot,
                 collection.outcomes.iter().find_map(|o| match &o.data {

@@ -288,7 +288,10 @@ mod tests {
         };
         let payload = [
             nla(A_BITSET_SIZE, &121u32.to_ne_bytes()),
-            nest(A_BITSET_BITS, &[bit(51, "BASER", false), bit(50, "RS", true)]),
+            nest(
+                A_BITSET_BITS,
+                &[bit(51, "BASER", false), bit(50, "RS", true)],
+            ),
         ]
         .concat();
         let set = decode_bitset(&payload).unwrap();
