@@ -91,6 +91,10 @@ impl Attrs {
     }
 
     /// Adds a `u8`.
+    #[allow(
+        dead_code,
+        reason = "for the transceiver source's page, bank and I2C address"
+    )]
     pub fn u8(self, ty: u16, v: u8) -> Self {
         self.bytes(ty, &[v])
     }

@@ -244,7 +244,7 @@ fn lane_counter(payload: &[u8], what: &str) -> Result<Option<LaneCounter>, Decod
 }
 
 fn u64_array(payload: &[u8], what: &str) -> Result<Vec<u64>, DecodeError> {
-    if payload.len() % 8 != 0 {
+    if !payload.len().is_multiple_of(8) {
         return Err(DecodeError(format!(
             "{what} of {} bytes, not an array of u64",
             payload.len()
@@ -268,8 +268,16 @@ pub fn decode_fec(message: &Message<'_>, family: u16, ifindex: u32) -> Result<Fe
     let mut fec = Fec::default();
     if let Some(modes) = find(&attrs, A_FEC_MODES) {
         let modes = decode_bitset(modes)?;
-        fec.configured = modes.set_bits().filter_map(fec_mode).collect();
-        fec.configured.sort();
+        fec.configured = [
+            LINK_MODE_FEC_NONE_BIT,
+            LINK_MODE_FEC_RS_BIT,
+            LINK_MODE_FEC_BASER_BIT,
+            LINK_MODE_FEC_LLRS_BIT,
+        ]
+        .into_iter()
+        .filter(|&bit| modes.is_set(bit))
+        .filter_map(fec_mode)
+        .collect();
     }
     fec.auto = find(&attrs, A_FEC_AUTO).is_some_and(|v| v.first().is_some_and(|&b| b != 0));
     if let Some(active) = find(&attrs, A_FEC_ACTIVE) {
@@ -294,7 +302,8 @@ pub fn decode_fec(message: &Message<'_>, family: u16, ifindex: u32) -> Result<Fe
                     fec.corrected_bits = lane_counter(payload, "ETHTOOL_A_FEC_STAT_CORR_BITS")?
                 }
                 A_FEC_STAT_HIST => fec.histogram.push(histogram_bin(payload)?),
-                _ => {} // ETHTOOL_A_FEC_STAT_PAD, and what later kernels add
+                A_FEC_STAT_PAD => {}
+                _ => {} // what later kernels add
             }
         }
         if fec.histogram.len() > FEC_HIST_MAX {
@@ -308,7 +317,11 @@ pub fn decode_fec(message: &Message<'_>, family: u16, ifindex: u32) -> Result<Fe
 }
 
 fn histogram_bin(payload: &[u8]) -> Result<HistogramBin, DecodeError> {
-    let attrs = attributes(payload)?;
+    // The pad comes before the u64 values where the architecture needs it; skip it.
+    let attrs: Vec<_> = attributes(payload)?
+        .into_iter()
+        .filter(|(ty, _)| *ty != A_FEC_HIST_PAD)
+        .collect();
     let field = |ty, name: &str| {
         find(&attrs, ty)
             .and_then(u32_value)
