@@ -6,9 +6,9 @@
 //! Kernel interface: generic netlink family `"ethtool"` (`include/uapi/linux/ethtool_netlink_generated.h`,
 //! `Documentation/networking/ethtool-netlink.rst`), three requests per netdev and collection
 //! ([`wire`] holds the bytes): `ETHTOOL_MSG_FEC_GET` with statistics, `ETHTOOL_MSG_STATS_GET`
-//! of the eth-phy group and `ETHTOOL_MSG_LINKSTATE_GET` with statistics. The GET commands
-//! need no privilege (`net/ethtool/netlink.c`: only the SET and ACT operations carry
-//! `GENL_UNS_ADMIN_PERM`). The netdev is named by its `ifindex`, so only netdevs of the agent's
+//! of the eth-phy group and `ETHTOOL_MSG_LINKSTATE_GET` with statistics. None of the three
+//! needs a privilege (`net/ethtool/netlink.c`: they carry no `GENL_UNS_ADMIN_PERM`, which
+//! the SET and ACT operations and `MODULE_EEPROM_GET` do). The netdev is named by its `ifindex`, so only netdevs of the agent's
 //! network namespace are asked (checked by name, `ifindex` and `address` against the sysfs
 //! tree, as the `ethtool` and `dcb` sources do); when none is, the source reports itself
 //! absent.
