@@ -27,8 +27,9 @@
 //! eth-phy group on veth; FEC, statistics and the extended state on IPoIB): that part is no
 //! data, not an error. A netdev that went away answers `ENODEV`: it is skipped. A kernel
 //! without the family (before 5.6, or `CONFIG_ETHTOOL_NETLINK` off) makes the source absent.
-//! A kernel that refuses `ETHTOOL_FLAG_STATS` on `LINKSTATE_GET` (before the down count,
-//! 6.0) answers `EINVAL`; the request is sent again without it. Any other failure, and a
+//! A kernel that refuses `ETHTOOL_FLAG_STATS` on `LINKSTATE_GET` (before the down count)
+//! or on `FEC_GET` (before FEC statistics) answers `EINVAL`; the request is sent again
+//! without it. Any other failure, and a
 //! reply that cannot be decoded or names another device, costs that part of that netdev
 //! and is a [`CollectError`]; the other netdevs and the netdev's other requests are read.
 //! The source keeps no state per netdev ([`crate::netdevs::let_go`] as the `dcb` source).
@@ -226,14 +227,18 @@ fn read_netdev(
         gone: &mut gone,
         errors,
     };
-    let fec = part.settle(
-        "ETHTOOL_MSG_FEC_GET",
+    let fec_get = |socket: &mut GenlSocket, stats| {
         ask(
             socket,
-            |seq| wire::encode_fec_get(family, ifindex, seq),
+            |seq| wire::encode_fec_get(family, ifindex, stats, seq),
             |m| wire::decode_fec(m, family, ifindex),
-        ),
-    );
+        )
+    };
+    let fec = match fec_get(socket, true) {
+        Err(err) if err.raw_os_error() == Some(libc::EINVAL) => fec_get(socket, false),
+        other => other,
+    };
+    let fec = part.settle("ETHTOOL_MSG_FEC_GET", fec);
     let phy = part
         .settle(
             "ETHTOOL_MSG_STATS_GET",

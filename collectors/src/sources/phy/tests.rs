@@ -352,7 +352,11 @@ fn requests_are_laid_out_as_the_kernel_parses_them() {
         find(&h, A_HEADER_FLAGS).and_then(u32_value).unwrap_or(0)
     };
     assert_eq!(
-        flags_of(&encode_fec_get(FAMILY, 9, 1), MSG_FEC_GET, A_FEC_HEADER),
+        flags_of(
+            &encode_fec_get(FAMILY, 9, true, 1),
+            MSG_FEC_GET,
+            A_FEC_HEADER
+        ),
         5
     );
     assert_eq!(
@@ -471,7 +475,7 @@ fn a_veth_pair_gives_its_carrier_and_no_fec() {
     let family = socket.family(ethtool::FAMILY).unwrap().id;
     let err = socket
         .request(
-            |seq| encode_fec_get(family, ifindex, seq),
+            |seq| encode_fec_get(family, ifindex, true, seq),
             RECEIVE_TIMEOUT,
             |_| Ok(Flow::Done),
         )

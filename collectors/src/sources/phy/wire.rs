@@ -138,9 +138,12 @@ pub fn fec_mode(bit: u32) -> Option<FecMode> {
     }
 }
 
-/// The `FEC_GET` request for the netdev `ifindex`, with statistics, bitsets compact.
-pub fn encode_fec_get(family: u16, ifindex: u32, seq: u32) -> Vec<u8> {
-    let header = ethtool::header(ifindex, FLAG_STATS | FLAG_COMPACT_BITSETS);
+/// The `FEC_GET` request for the netdev `ifindex`, bitsets compact; `stats` asks for the
+/// FEC statistics (`ETHTOOL_FLAG_STATS`, which kernels before FEC statistics refuse with
+/// `EINVAL`).
+pub fn encode_fec_get(family: u16, ifindex: u32, stats: bool, seq: u32) -> Vec<u8> {
+    let flags = if stats { FLAG_STATS } else { 0 };
+    let header = ethtool::header(ifindex, flags | FLAG_COMPACT_BITSETS);
     let attrs = Attrs::new().nest(A_FEC_HEADER, header).finish();
     genl::encode(
         family,
