@@ -30,6 +30,19 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_netdev_carrier_changes_total",
     "railscope_dcb_pfc_enabled",
     "railscope_netdev_ecn_marked_packets_total",
+    // The `phy` collector asks ethtool netlink of the agent's own namespace only, as `ethtool`.
+    "railscope_phy_fec_info",
+    "railscope_phy_fec_corrected_blocks_total",
+    "railscope_phy_fec_uncorrectable_blocks_total",
+    "railscope_phy_fec_corrected_bits_total",
+    "railscope_phy_fec_lane_corrected_blocks_total",
+    "railscope_phy_fec_lane_uncorrectable_blocks_total",
+    "railscope_phy_fec_lane_corrected_bits_total",
+    "railscope_phy_fec_codewords_total",
+    "railscope_phy_symbol_errors_total",
+    "railscope_phy_link_up",
+    "railscope_phy_link_down_events_total",
+    "railscope_phy_link_ext_state",
     // The kernel log: no fixture tree has one (tests/tests/exposition/kmsg.rs reads a file of
     // records, kmsg_syslog.rs the machine's own log).
     "railscope_kmsg_events_total",
