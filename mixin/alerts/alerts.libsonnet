@@ -130,9 +130,9 @@ local lib = import '../lib/rules.libsonnet';
     ||| % p,
     // How a netdev alert names its port: the node, the netdev, its RDMA port if it has one,
     // and its rail.
-    local nd = '{{ $labels.instance }} {{ $labels.netdev }}{{ with $labels.device }} ({{ . }} port {{ $labels.port }}){{ end }} (rail {{ $labels.rail }})',
+    local nd = '{{ $labels.instance }} {{ $labels.netdev }} ({{ with $labels.device }}{{ . }} port {{ $labels.port }}, {{ end }}rail {{ $labels.rail }})',
     // The same for a devlink device (or its port), with the RDMA devices of its PCI function.
-    local dl = '{{ $labels.instance }} {{ $labels.devlink }}{{ with $labels.device }} ({{ . }}){{ end }}{{ with $labels.port }} port {{ . }}{{ end }} (rail {{ $labels.rail }})',
+    local dl = '{{ $labels.instance }} {{ $labels.devlink }}{{ with $labels.port }} port {{ . }}{{ end }} ({{ with $labels.device }}{{ . }}, {{ end }}rail {{ $labels.rail }})',
     // A devlink reporter alert's expression `x` with the rail of its RDMA device (the first
     // port's), or rail "none" (no RDMA device, or several).
     local devlinkRail(x) = |||
@@ -734,10 +734,10 @@ local lib = import '../lib/rules.libsonnet';
             expr: netdevPort(|||
               (
                 10 * log10(
-                  clamp_min(railscope_transceiver_rx_power_watts{%(selector)s}, 1e-7)
-                  / on (%(cluster)s, instance, netdev) group_left ()
                   max by (%(cluster)s, instance, netdev) (railscope_transceiver_rx_power_watts{%(selector)s})
-                ) < -%(transceiverLaneImbalanceDb)s
+                  / on (%(cluster)s, instance, netdev) group_right ()
+                  clamp_min(railscope_transceiver_rx_power_watts{%(selector)s}, 1e-7)
+                ) > %(transceiverLaneImbalanceDb)s
               )
               and on (%(cluster)s, instance, netdev) (max by (%(cluster)s, instance, netdev) (railscope_transceiver_rx_power_watts{%(selector)s}) > %(transceiverLaneLitWatts)s)
               unless on (%(cluster)s, instance, netdev) %(adminDown)s
@@ -839,7 +839,7 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeTransceiverTemperatureHigh',
             expr: netdevPort(|||
               railscope_transceiver_temperature_celsius{%(selector)s}
-              >= on (%(cluster)s, instance, netdev) (%(highWarning)s - %(transceiverTemperatureMarginCelsius)s)
+              >= on (%(cluster)s, instance, netdev) group_left () (%(highWarning)s - %(transceiverTemperatureMarginCelsius)s)
             ||| % (p { highWarning: thr('railscope_transceiver_temperature_threshold_celsius', 'high_warning') })),
             'for': '10m',
             labels: { severity: 'warning' },
