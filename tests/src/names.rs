@@ -51,6 +51,9 @@ pub const LIVE_ONLY: &[&str] = &[
     // The physical layer: module EEPROM, FEC and link state over ethtool netlink, devlink
     // health reporters. Fixture trees have no netdev with a module, a PHY or a devlink device
     // (the collectors ask the kernel's genetlink families of the agent's own namespace).
+    "railscope_transceiver_info",
+    "railscope_transceiver_lanes",
+    "railscope_transceiver_supply_voltage_volts",
     "railscope_transceiver_rx_power_watts",
     "railscope_transceiver_rx_power_threshold_watts",
     "railscope_transceiver_tx_power_watts",
@@ -66,6 +69,8 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_phy_fec_info",
     "railscope_phy_fec_corrected_bits_total",
     "railscope_phy_fec_uncorrectable_blocks_total",
+    "railscope_phy_fec_corrected_blocks_total",
+    "railscope_phy_fec_lane_corrected_blocks_total",
     "railscope_phy_link_down_events_total",
     "railscope_phy_link_ext_state",
     "railscope_phy_link_up",
