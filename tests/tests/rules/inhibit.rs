@@ -376,7 +376,11 @@ fn one_fault_is_one_notification() {
         .unwrap()
         .iter()
         .flat_map(|(_, v)| v["alerts"].as_array().cloned().unwrap_or_default())
-        .filter(|a| a["labels"]["instance"].as_str().is_some_and(|i| i.starts_with('p')))
+        .filter(|a| {
+            a["labels"]["instance"]
+                .as_str()
+                .is_some_and(|i| i.starts_with('p'))
+        })
         .map(|a| {
             let l = &a["labels"];
             let s = |k: &str| l[k].as_str().unwrap_or_default().to_owned();
