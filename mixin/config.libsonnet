@@ -140,9 +140,10 @@
       fecUncorrectableBlocks: 0,
       // RailscopeNetdevLinkFlapping: link downs of a netdev in 15 minutes above this.
       netdevLinkDownEvents: 1,
-      // RailscopeDevlinkHealthReporterErrors: errors a devlink health reporter counted in an
-      // hour above this (0: any error).
-      devlinkReporterErrors: 0,
+      // RailscopeDevlinkHealthReporterErrors: errors a devlink health reporter other than fw
+      // and fw_fatal (tx, rx: a queue recovered) counted in an hour above this. An error of
+      // fw fires at the first.
+      devlinkReporterErrors: 3,
     },
 
     // XIDs by NVIDIA's catalogue action (alerts/RUNBOOK.md has the table).

@@ -952,14 +952,18 @@ local lib = import '../lib/rules.libsonnet';
             alert: 'RailscopeDevlinkHealthReporterErrors',
             expr: devlinkRail(|||
               railscope_devlink_health_reporter_healthy{%(selector)s, reporter!="fw_fatal"} == 0
+              # A firmware syndrome is worth a look at its first; a queue that timed out and was
+              # recovered only when it recurs.
               or on (%(cluster)s, instance, devlink, port, reporter)
-              increase(railscope_devlink_health_reporter_errors_total{%(selector)s, reporter!="fw_fatal"}[1h]) > %(devlinkReporterErrors)s
+              increase(railscope_devlink_health_reporter_errors_total{%(selector)s, reporter="fw"}[1h]) > 0
+              or on (%(cluster)s, instance, devlink, port, reporter)
+              increase(railscope_devlink_health_reporter_errors_total{%(selector)s, reporter!~"fw|fw_fatal"}[1h]) > %(devlinkReporterErrors)s
             ||| % p),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
               summary: dl + ' health reporter {{ $labels.reporter }} is in error or counting errors',
-              description: 'The driver detected errors of this kind (more than %(devlinkReporterErrors)s in an hour, or its state is error now): fw: a firmware syndrome; tx/rx: a send or receive queue timed out or hit an error CQE and was recovered; vnic: counters of the function. Each recovery stalls the traffic of the queues it resets.' % p,
+              description: 'The reporter is in error now, or counted errors in the last hour (fw: any; the others, such as tx and rx, more than %(devlinkReporterErrors)s). fw: the firmware reported a syndrome (an assert); tx/rx: a send or receive queue timed out or got an error completion and was recovered. Each recovery stalls the traffic of the queue it resets.' % p,
             } + portWorkload,
           },
         ],
