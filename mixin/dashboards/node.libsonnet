@@ -382,6 +382,14 @@ function(config)
       t(railNetdev(rate('railscope_phy_fec_lane_corrected_blocks_total')), '{{netdev}} lane {{lane}}'),
     ], 'cps', w=8, desc='Lanes as the kernel numbers them (from 0). One lane correcting far more than the others is its fibre or connector.',
        custom={ scaleDistribution: { type: 'log', log: 10 } }),
+    lib.ts('FEC codewords by symbols corrected', [
+      t(railNetdev('sum by (instance, netdev, symbol_errors) (' + rate('railscope_phy_fec_codewords_total') + ')'),
+        '{{netdev}} {{symbol_errors}}'),
+    ], 'cps', w=8,
+       desc='The FEC histogram where the driver reports one: codewords per second by the number of symbol errors '
+            + 'corrected in them. A healthy link fills the low bins; codewords in the high bins were corrected with '
+            + 'little margin left.',
+       custom={ scaleDistribution: { type: 'log', log: 10 } }),
     lib.ts('Link downs', [
       t(railNetdev(rate('railscope_phy_link_down_events_total', fn='increase')), '{{netdev}}'),
     ], 'short', w=8,

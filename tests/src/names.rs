@@ -71,6 +71,7 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_phy_fec_uncorrectable_blocks_total",
     "railscope_phy_fec_corrected_blocks_total",
     "railscope_phy_fec_lane_corrected_blocks_total",
+    "railscope_phy_fec_codewords_total",
     "railscope_phy_link_down_events_total",
     "railscope_phy_link_ext_state",
     "railscope_phy_link_up",
