@@ -110,6 +110,40 @@
       // raises RailscopeGPUThrottling). Set it to your GPUs' `GPU Max Operating Temp` from
       // `nvidia-smi -q`.
       gpuTemperatureCelsius: 85,
+
+      // The physical layer: transceiver modules (the transceiver collector), the PHY's FEC and
+      // link state (phy) and the NIC's devlink health reporters (devlink).
+      //
+      // RailscopeTransceiverLaneImbalance: a lane's received power this many dB under the
+      // brightest lane of its module (3 dB = half the light) ...
+      transceiverLaneImbalanceDb: 3,
+      // ... while that brightest lane receives more than this, in watts (1e-5 W = -20 dBm): a
+      // module whose lanes are all dark (the far end off, no fibre) is no imbalance.
+      transceiverLaneLitWatts: 1e-5,
+      // RailscopeTransceiverTemperatureHigh: degrees Celsius under the module's own high
+      // warning threshold at which it fires (0: at the warning level the module advertises).
+      transceiverTemperatureMarginCelsius: 0,
+      // RailscopePreFECBERHigh: the pre-FEC bit error rate (corrected bits per bit of link
+      // rate, over an hour) above which a link is losing margin, by the FEC mode in use.
+      // RS: RS(544,514) "KP4" on PAM4 lanes (200G/400G/800G Ethernet, NDR/XDR) corrects up to
+      // a BER of about 2.4e-4, RS(528,514) "KR4" on 25G NRZ lanes up to about 5e-5; healthy
+      // links run at 1e-8 to 1e-6, so 1e-5 leaves margin under both.
+      preFecBerRsThreshold: 1e-5,
+      // LLRS: the low-latency RS(272,257+1), which corrects 7 symbols per codeword instead of 15.
+      preFecBerLlrsThreshold: 1e-6,
+      // BASE-R (FireCode, 10G/25G NRZ): a burst corrector with little margin.
+      preFecBerBaseRThreshold: 1e-8,
+      // No FEC (off or none): every bit error reaches the frames, so this is the link's BER.
+      preFecBerNoFecThreshold: 1e-12,
+      // RailscopeFECUncorrectableBlocks: FEC blocks the PHY could not correct in 15 minutes
+      // above this (each one is a frame lost); it fires when that lasts 15 minutes.
+      fecUncorrectableBlocks: 0,
+      // RailscopeNetdevLinkFlapping: link downs of a netdev in 15 minutes above this.
+      netdevLinkDownEvents: 1,
+      // RailscopeDevlinkHealthReporterErrors: errors a devlink health reporter other than fw
+      // and fw_fatal (tx, rx: a queue recovered) counted in an hour above this. An error of
+      // fw fires at the first.
+      devlinkReporterErrors: 3,
     },
 
     // XIDs by NVIDIA's catalogue action (alerts/RUNBOOK.md has the table).

@@ -105,6 +105,59 @@ local lib = import '../lib/rules.libsonnet';
     local portWorkload = workload([['device', 'rdma_device']]),
     local pciWorkload = workload([['gpu', 'gpu'], ['rdma_device', 'rdma_device']]),
     local nicWorkload = workload([['rdma_device', 'rdma_device']]),
+    // A netdev alert's expression `x` with the RDMA port behind the netdev and its rail
+    // (railscope:netdev_port:info), or with rail "none" for a netdev that has no RDMA port (a
+    // plain Ethernet NIC).
+    local indented(x, by) = std.strReplace(std.rstripChars(x, '\n'), '\n', '\n' + by),
+    local netdevPort(x) = |||
+      (
+        %(x2)s
+      )
+      * on (%(cluster)s, instance, netdev) group_left (device, port, rail) railscope:netdev_port:info
+      or on (%(cluster)s, instance, netdev)
+      label_replace(
+        (
+          %(x4)s
+        ),
+        "rail", "none", "", ""
+      )
+    ||| % (p { x2: indented(x, '  '), x4: indented(x, '    ') }),
+    // A netdev that is administratively down: not up, and no carrier reading (the kernel
+    // answers EINVAL for the carrier of a netdev that is not IFF_UP). Its module may read dark
+    // on purpose.
+    local adminDown = |||
+      (railscope_netdev_up{%(selector)s} == 0 unless on (%(cluster)s, instance, netdev) railscope_netdev_carrier{%(selector)s})
+    ||| % p,
+    // How a netdev alert names its port: the node, the netdev, its RDMA port if it has one,
+    // and its rail.
+    local nd = '{{ $labels.instance }} {{ $labels.netdev }} ({{ with $labels.device }}{{ . }} port {{ $labels.port }}, {{ end }}rail {{ $labels.rail }})',
+    // The same for a devlink device (or its port), with the RDMA devices of its PCI function.
+    local dl = '{{ $labels.instance }} {{ $labels.devlink }}{{ with $labels.port }} port {{ . }}{{ end }} ({{ with $labels.device }}{{ . }}, {{ end }}rail {{ $labels.rail }})',
+    // A devlink reporter alert's expression `x` with the rail of its RDMA device (the first
+    // port's), or rail "none" (no RDMA device, or several).
+    local devlinkRail(x) = |||
+      (
+        %(x2)s
+      )
+      * on (%(cluster)s, instance, device) group_left (rail) topk by (%(cluster)s, instance, device) (1, railscope:port_rail:info)
+      or on (%(cluster)s, instance, devlink, port, reporter)
+      label_replace(
+        (
+          %(x4)s
+        ),
+        "rail", "none", "", ""
+      )
+    ||| % (p { x2: indented(x, '  '), x4: indented(x, '    ') }),
+    // A threshold of a transceiver module, by level, where the module advertises one (0 W,
+    // 0 A or 0 °C is "none").
+    local thr(metric, level) = '(%s{%s, level="%s"} > 0)' % [metric, p.selector, level],
+    // The last 10 minutes of latched flags: a flag the module raised since the previous read
+    // shows for 10 minutes, however short the fault was.
+    local flagged(metric, flags) = 'max_over_time(%s{%s, flag=~"%s"}[10m]) == 1' % [metric, p.selector, flags],
+    // A PromQL query for a description: the value of `metric` with `level` for the alert's
+    // netdev, in a template.
+    local thrValue(metric, level, fmt) =
+      "{{ with printf `%s{%s,%s='%%s',instance='%%s',netdev='%%s',level='%s'}` (or $labels.%s \"\") $labels.instance $labels.netdev | query }}{{ . | first | value | %s }}{{ else }}none{{ end }}" % [metric, p.selector, p.cluster, level, p.cluster, fmt],
     groups+: lib.finish($._config, [
       {
         name: 'railscope.fabric',
@@ -629,6 +682,288 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: '{{ $labels.instance }} NIC {{ $labels.pci_address }}{{ with $labels.device }} ({{ . }}){{ end }} (rail {{ $labels.rail }}) {{ $labels.sensor }} at {{ $value }} °C, within %(nicTemperatureMarginCelsius)s °C of its critical threshold' % p,
               description: "Critical threshold {{ with printf `railscope_nic_temperature_critical_celsius{%(selector)s,%(cluster)s='%%s',instance='%%s',pci_address='%%s',channel='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.pci_address $labels.channel | query }}{{ . | first | value }}{{ end }} °C. A transceiver past its threshold shuts its laser down and the link drops; an ASIC past it throttles or the firmware shuts the NIC down. Usually airflow: a failed fan, a blocked vent, a hot aisle." % p,
+            } + portWorkload,
+          },
+        ],
+      },
+      {
+        // Transceiver modules (the transceiver collector: module EEPROM read over ethtool
+        // netlink), compared with the alarm and warning thresholds each module advertises. A
+        // threshold of 0 is one the module does not advertise: nothing fires on it.
+        name: 'railscope.transceiver',
+        rules: [
+          {
+            alert: 'RailscopeTransceiverRxPowerLowWarning',
+            expr: netdevPort(|||
+              10 * log10(1000 * clamp_min(
+                railscope_transceiver_rx_power_watts{%(selector)s}
+                < on (%(cluster)s, instance, netdev) group_left () %(lowWarning)s,
+                1e-7
+              ))
+              unless on (%(cluster)s, instance, netdev) %(adminDown)s
+            ||| % (p { lowWarning: thr('railscope_transceiver_rx_power_threshold_watts', 'low_warning'), adminDown: std.rstripChars(adminDown, '\n') })),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' lane {{ $labels.lane }} receives {{ printf "%.1f" $value }} dBm, below the low warning level of its transceiver',
+              description: 'The low warning level the module advertises is ' + std.strReplace(thrValue('10 * log10(1000 * railscope_transceiver_rx_power_threshold_watts', 'low_warning', 'printf "%.1f"'), "level='low_warning'}`", "level='low_warning'})`") + ' dBm. Less light than the module is specified for reaches the receiver: a dirty or damaged connector, a bent or long fibre, or a weak laser at the far end. Errors before FEC rise, then the link drops.',
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeTransceiverRxPowerLowAlarm',
+            expr: netdevPort(|||
+              10 * log10(1000 * clamp_min(
+                railscope_transceiver_rx_power_watts{%(selector)s}
+                < on (%(cluster)s, instance, netdev) group_left () %(lowAlarm)s,
+                1e-7
+              ))
+              unless on (%(cluster)s, instance, netdev) %(adminDown)s
+            ||| % (p { lowAlarm: thr('railscope_transceiver_rx_power_threshold_watts', 'low_alarm'), adminDown: std.rstripChars(adminDown, '\n') })),
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: nd + ' lane {{ $labels.lane }} receives {{ printf "%.1f" $value }} dBm, below the low alarm level of its transceiver',
+              description: 'The low alarm level the module advertises is ' + std.strReplace(thrValue('10 * log10(1000 * railscope_transceiver_rx_power_threshold_watts', 'low_alarm', 'printf "%.1f"'), "level='low_alarm'}`", "level='low_alarm'})`") + ' dBm. Below it the receiver is outside its specification: the link corrects more errors than FEC can (frames lost, RDMA retransmits) or drops. Every collective on the rail runs at its pace.',
+            } + portWorkload,
+          },
+          // One lane much darker than its module's others: one fibre of the cable, or one
+          // spot of the connector, is dirty or damaged (the module and the far end's laser
+          // are shared by all lanes). A module whose lanes are all dark is not compared.
+          {
+            alert: 'RailscopeTransceiverLaneImbalance',
+            expr: netdevPort(|||
+              (
+                10 * log10(
+                  max by (%(cluster)s, instance, netdev) (railscope_transceiver_rx_power_watts{%(selector)s})
+                  / on (%(cluster)s, instance, netdev) group_right ()
+                  clamp_min(railscope_transceiver_rx_power_watts{%(selector)s}, 1e-7)
+                ) > %(transceiverLaneImbalanceDb)s
+              )
+              and on (%(cluster)s, instance, netdev) (max by (%(cluster)s, instance, netdev) (railscope_transceiver_rx_power_watts{%(selector)s}) > %(transceiverLaneLitWatts)s)
+              unless on (%(cluster)s, instance, netdev) %(adminDown)s
+            ||| % (p { adminDown: std.rstripChars(adminDown, '\n') })),
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' lane {{ $labels.lane }} receives {{ printf "%%.1f" $value }} dB less light than the brightest lane of its module' % p,
+              description: 'More than %(transceiverLaneImbalanceDb)s dB under its sibling lanes for 15 minutes: a dirty or scratched connector end face, or a damaged fibre of the cable, on this lane. The lane corrects more errors and fails first.' % p,
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeTransceiverTxOutOfRange',
+            expr: netdevPort(|||
+              (
+                label_replace(label_replace(
+                  railscope_transceiver_tx_bias_amperes{%(selector)s} > on (%(cluster)s, instance, netdev) group_left () %(biasHigh)s,
+                  "measure", "tx_bias", "", ""), "limit", "high_alarm", "", "")
+                or
+                label_replace(label_replace(
+                  railscope_transceiver_tx_bias_amperes{%(selector)s} < on (%(cluster)s, instance, netdev) group_left () %(biasLow)s,
+                  "measure", "tx_bias", "", ""), "limit", "low_alarm", "", "")
+                or
+                label_replace(label_replace(
+                  railscope_transceiver_tx_power_watts{%(selector)s} > on (%(cluster)s, instance, netdev) group_left () %(powerHigh)s,
+                  "measure", "tx_power", "", ""), "limit", "high_alarm", "", "")
+                or
+                label_replace(label_replace(
+                  railscope_transceiver_tx_power_watts{%(selector)s} < on (%(cluster)s, instance, netdev) group_left () %(powerLow)s,
+                  "measure", "tx_power", "", ""), "limit", "low_alarm", "", "")
+              )
+              unless on (%(cluster)s, instance, netdev) %(adminDown)s
+            ||| % (p {
+                     biasHigh: thr('railscope_transceiver_tx_bias_threshold_amperes', 'high_alarm'),
+                     biasLow: thr('railscope_transceiver_tx_bias_threshold_amperes', 'low_alarm'),
+                     powerHigh: thr('railscope_transceiver_tx_power_threshold_watts', 'high_alarm'),
+                     powerLow: thr('railscope_transceiver_tx_power_threshold_watts', 'low_alarm'),
+                     adminDown: std.rstripChars(adminDown, '\n'),
+                   })),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' lane {{ $labels.lane }} {{ if eq $labels.measure "tx_bias" }}laser bias current{{ else }}transmit power{{ end }} {{ $value | humanize }}{{ if eq $labels.measure "tx_bias" }}A{{ else }}W{{ end }} is beyond its {{ $labels.limit }} threshold',
+              description: "The module's laser on this lane runs outside the range its vendor specifies: a laser wearing out draws more bias current for the same light, and one failing gives too little or too much light. The far end's receive power and errors follow; replace the module.",
+            } + portWorkload,
+          },
+          // Loss of signal or of lock, latched by the module since the previous read, on a
+          // link that is up now: the light or the clock went away and came back (a link down
+          // is RailscopePortDown's and RailscopeNetdevLinkFlapping's, with its reason).
+          {
+            alert: 'RailscopeTransceiverLossOfSignal',
+            expr: netdevPort(|||
+              (%(flags)s)
+              and on (%(cluster)s, instance, netdev) (railscope_netdev_up{%(selector)s} == 1)
+            ||| % (p { flags: flagged('railscope_transceiver_lane_flag', 'rx_los|tx_los|rx_lol|tx_lol') })),
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' lane {{ $labels.lane }} transceiver reported {{ $labels.flag }} in the last 10 minutes',
+              description: 'rx_los: no light reached the receiver; tx_los: no signal from the NIC reached the transmitter; rx_lol/tx_lol: the clock and data recovery lost lock. The link is up now, so the loss was brief: a loose connector, a fibre moved, or a marginal module, which takes the link down next.',
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeTransceiverFault',
+            expr: netdevPort(|||
+              (%(lane)s)
+              or (%(module)s)
+            ||| % (p { lane: flagged('railscope_transceiver_lane_flag', 'tx_fault'), module: flagged('railscope_transceiver_module_flag', 'module_fault') })),
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' transceiver reported {{ $labels.flag }}{{ with $labels.lane }} on lane {{ . }}{{ end }}',
+              description: 'tx_fault: a laser of the module failed; module_fault: the module itself reports a fault. Its link is down or will be; replace the module.',
+            } + portWorkload,
+          },
+          // The module's own alarm flags: latched, they catch excursions between two reads
+          // that the values never show.
+          {
+            alert: 'RailscopeTransceiverAlarmFlag',
+            expr: netdevPort(|||
+              (
+                (%(lane)s)
+                or (%(module)s)
+              )
+              unless on (%(cluster)s, instance, netdev) %(adminDown)s
+            ||| % (p {
+                     lane: flagged('railscope_transceiver_lane_flag', '.*_alarm'),
+                     module: flagged('railscope_transceiver_module_flag', '.*_alarm'),
+                     adminDown: std.rstripChars(adminDown, '\n'),
+                   })),
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' transceiver raised alarm {{ $labels.flag }}{{ with $labels.lane }} on lane {{ . }}{{ end }} in the last 10 minutes',
+              description: "The module compared a reading with its alarm thresholds and raised the flag at least once since the previous read: the reading was out of range, perhaps only between two scrapes. See the panel of that reading.",
+            } + portWorkload,
+          },
+          // The module's temperature against its own high warning level. The hwmon view of
+          // the same module (RailscopeNICTemperatureNearCritical, sensor module0) is hidden
+          // while this fires for the same RDMA device (alerts/alertmanager.example.yml).
+          {
+            alert: 'RailscopeTransceiverTemperatureHigh',
+            expr: netdevPort(|||
+              railscope_transceiver_temperature_celsius{%(selector)s}
+              >= on (%(cluster)s, instance, netdev) group_left () (%(highWarning)s - %(transceiverTemperatureMarginCelsius)s)
+            ||| % (p { highWarning: thr('railscope_transceiver_temperature_threshold_celsius', 'high_warning') })),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' transceiver at {{ $value }} °C, at its high warning level',
+              description: 'Warning level ' + thrValue('railscope_transceiver_temperature_threshold_celsius', 'high_warning', 'printf "%.0f"') + ' °C, alarm ' + thrValue('railscope_transceiver_temperature_threshold_celsius', 'high_alarm', 'printf "%.0f"') + ' °C. Past its alarm level a module shuts its laser down and the link drops. Usually airflow, or a module of a higher power class than the cage cools.',
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeTransceiverUnreadable',
+            expr: netdevPort(|||
+              railscope_transceiver_up{%(selector)s} == 0
+            ||| % p),
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' transceiver module cannot be read',
+              description: 'The NIC supports reading module EEPROM, and reading this one failed for 15 minutes: the module was removed or is not seated, or its management interface is stuck. Its readings and flags are missing, so no other transceiver alert sees it.',
+            } + portWorkload,
+          },
+        ],
+      },
+      {
+        // The PHY (the phy collector: FEC and link state over ethtool netlink; the ethtool
+        // collector's mlx5 counters where the driver gives FEC statistics only there).
+        name: 'railscope.phy',
+        rules: [
+          // Pre-FEC BER over an hour against the level of the FEC mode in use. PAM4 links
+          // correct errors all the time: only a trend above the mode's level means lost
+          // margin.
+          {
+            alert: 'RailscopePreFECBERHigh',
+            expr: netdevPort(|||
+              railscope:phy_pre_fec_ber:rate1h > on (%(cluster)s, instance, netdev) group_left (active) (0 * railscope_phy_fec_info{%(selector)s, active=~"rs"} + %(preFecBerRsThreshold)s)
+              or railscope:phy_pre_fec_ber:rate1h > on (%(cluster)s, instance, netdev) group_left (active) (0 * railscope_phy_fec_info{%(selector)s, active=~"llrs"} + %(preFecBerLlrsThreshold)s)
+              or railscope:phy_pre_fec_ber:rate1h > on (%(cluster)s, instance, netdev) group_left (active) (0 * railscope_phy_fec_info{%(selector)s, active=~"baser"} + %(preFecBerBaseRThreshold)s)
+              or railscope:phy_pre_fec_ber:rate1h > on (%(cluster)s, instance, netdev) group_left (active) (0 * railscope_phy_fec_info{%(selector)s, active=~"off|none"} + %(preFecBerNoFecThreshold)s)
+            ||| % p),
+            'for': '1h',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' pre-FEC bit error rate is {{ printf "%%.2g" $value }} over the last hour, above the level for {{ $labels.active }} FEC' % p,
+              description: 'Levels: RS %(preFecBerRsThreshold)s, LLRS %(preFecBerLlrsThreshold)s, BASE-R %(preFecBerBaseRThreshold)s, no FEC %(preFecBerNoFecThreshold)s (bits corrected per bit of link rate). The link still delivers its frames, but its margin before the FEC runs out is going: a connector, cable or module degrading. Uncorrectable blocks and link downs follow.' % p,
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeFECUncorrectableBlocks',
+            expr: netdevPort(|||
+              increase(railscope_phy_fec_uncorrectable_blocks_total{%(selector)s}[15m]) > %(fecUncorrectableBlocks)s
+            ||| % p),
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ' FEC could not correct {{ printf "%%.0f" $value }} blocks in 15 minutes' % p,
+              description: 'Each uncorrectable block is a frame dropped at the receiver: RDMA retransmits it (RailscopeRoCERetransmissions) and the job stalls. Sustained for 15 minutes above %(fecUncorrectableBlocks)s per 15 minutes: the link is past what its FEC corrects.' % p,
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeNetdevLinkFlapping',
+            expr: netdevPort(|||
+              increase(railscope_phy_link_down_events_total{%(selector)s}[15m]) > %(netdevLinkDownEvents)s
+              or on (%(cluster)s, instance, netdev)
+              increase(railscope_netdev_carrier_changes_total{%(selector)s}[15m]) / 2 > %(netdevLinkDownEvents)s
+            ||| % p),
+            labels: { severity: 'warning' },
+            annotations: {
+              local q = "max by (state, substate) (max_over_time(railscope_phy_link_ext_state{%(selector)s,%(cluster)s='%%s',instance='%%s',netdev='%%s'}[15m]))" % p,
+              summary: nd + ' link went down {{ printf "%.0f" $value }} times in 15 minutes'
+                       + '{{ with printf `' + q + '` (or $labels.' + p.cluster + ' "") $labels.instance $labels.netdev | query | sortByLabel "state" }}'
+                       + ' (reason: {{ $sep := "" }}{{ range . }}{{ $sep }}{{ label "state" . }}{{ with label "substate" . }} {{ . }}{{ end }}{{ $sep = ", " }}{{ end }}){{ end }}',
+              description: 'More than %(netdevLinkDownEvents)s link downs in 15 minutes (the PHY\'s link down count, or carrier changes where the driver has none); the reason is the extended link state the kernel reported while the link was down. Each flap stalls every collective on the rail.' % p,
+            } + portWorkload,
+          },
+          // Context while a link is down: the kernel's extended link state says why. Info:
+          // RailscopePortDown is the page; `no_cable` hides the transceiver alerts of the netdev.
+          {
+            alert: 'RailscopeNetdevLinkDownReason',
+            expr: netdevPort(|||
+              railscope_phy_link_ext_state{%(selector)s} == 1
+              and on (%(cluster)s, instance, netdev) (railscope_phy_link_up{%(selector)s} == 0)
+            ||| % p),
+            'for': '2m',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: nd + ' link is down: {{ $labels.state }}{{ with $labels.substate }} ({{ . }}){{ end }}',
+              description: 'The driver reports why the link is not up (the extended link state, which `ethtool <netdev>` prints after "Link detected: no"): no_cable, a module or cable issue, link training or autonegotiation failing, bad signal integrity. It says where to look first.',
+            } + portWorkload,
+          },
+        ],
+      },
+      {
+        // devlink health reporters (the devlink collector): the driver's own view of its
+        // firmware and queues.
+        name: 'railscope.devlink',
+        rules: [
+          {
+            alert: 'RailscopeDevlinkFirmwareFatal',
+            expr: devlinkRail(|||
+              railscope_devlink_health_reporter_healthy{%(selector)s, reporter="fw_fatal"} == 0
+              or on (%(cluster)s, instance, devlink, port, reporter)
+              increase(railscope_devlink_health_reporter_errors_total{%(selector)s, reporter="fw_fatal"}[1h]) > 0
+            ||| % p),
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: dl + ' firmware hit a fatal error',
+              description: "The driver's fw_fatal health reporter saw the NIC's firmware crash within the last hour: the device was reset (auto-recover) or is down until recovered. Every queue pair on it failed; jobs using it died or hung. Its port alerts are hidden while this fires.",
+            } + portWorkload,
+          },
+          {
+            alert: 'RailscopeDevlinkHealthReporterErrors',
+            expr: devlinkRail(|||
+              railscope_devlink_health_reporter_healthy{%(selector)s, reporter!="fw_fatal"} == 0
+              # A firmware syndrome is worth a look at its first; a queue that timed out and was
+              # recovered only when it recurs.
+              or on (%(cluster)s, instance, devlink, port, reporter)
+              increase(railscope_devlink_health_reporter_errors_total{%(selector)s, reporter="fw"}[1h]) > 0
+              or on (%(cluster)s, instance, devlink, port, reporter)
+              increase(railscope_devlink_health_reporter_errors_total{%(selector)s, reporter!~"fw|fw_fatal"}[1h]) > %(devlinkReporterErrors)s
+            ||| % p),
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: dl + ' health reporter {{ $labels.reporter }} is in error or counting errors',
+              description: 'The reporter is in error now, or counted errors in the last hour (fw: any; the others, such as tx and rx, more than %(devlinkReporterErrors)s). fw: the firmware reported a syndrome (an assert); tx/rx: a send or receive queue timed out or got an error completion and was recovered. Each recovery stalls the traffic of the queue it resets.' % p,
             } + portWorkload,
           },
         ],

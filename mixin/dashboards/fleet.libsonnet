@@ -255,6 +255,47 @@ function(config)
     ], w=12, hide=['Time'], links=NODE_LINK, mappings=lib.UPDOWN, thresholds=lib.redBelow(1), sort=['Value', false]),
   ];
 
+  // The physical layer across the chosen nodes: the weakest optics, the links closest to
+  // what their FEC can correct, and devlink reporters in error.
+  local physical = [
+    lib.row('Physical layer'),
+    lib.table('Weakest receive power (dBm, worst 20 lanes)',
+              [
+                t('bottomk(20, 10 * log10(1000 * (' + sel('railscope_transceiver_rx_power_watts') + ' > 0)))', instant=true),
+              ],
+              unit='dBm',
+              w=8,
+              hide=['Time'],
+              links=NODE_LINK,
+              sort=['Value', false],
+              desc='The lanes receiving the least light across the chosen nodes (dark lanes, at 0 W, left out: see '
+                   + 'the node dashboard). Compare with the low warning level of each module on its node dashboard.'),
+    lib.table('Highest pre-FEC BER (top 20 links)',
+              [
+                t('topk(20, railscope:phy_pre_fec_ber:rate1h{' + lib.matchers([lib.clusterMatcher, 'instance=~"$instance"']) + '})',
+                  instant=true),
+              ],
+              unit='sci',
+              w=8,
+              hide=['Time'],
+              links=NODE_LINK,
+              sort=['Value', true],
+              thresholds=lib.steps([[th.preFecBerRsThreshold / 10, 'orange'], [th.preFecBerRsThreshold, 'red']]),
+              desc='Bits corrected per bit of link rate over the last hour (railscope:phy_pre_fec_ber:rate1h); red is '
+                   + 'where RailscopePreFECBERHigh fires on an RS-FEC link.'),
+    lib.table('devlink reporters in error or with errors in the time range',
+              [
+                t('(' + sel('railscope_devlink_health_reporter_healthy') + ' == 0) or on (instance, devlink, port, reporter) (0 * (increase('
+                  + sel('railscope_devlink_health_reporter_errors_total') + '[$__range]) > 0) + 1)', instant=true),
+              ],
+              w=8,
+              hide=['Time'],
+              links=NODE_LINK,
+              mappings={ '0': { text: 'in error', color: 'red' }, '1': { text: 'errors, recovered', color: 'orange' } },
+              desc='Health reporters of the chosen nodes that are in error now, or counted errors in the time range '
+                   + 'and recovered. fw_fatal is a firmware crash.'),
+  ];
+
   // Where workloads run: the chosen pods, jobs and units, by node, with the number of devices
   // each holds there (the `workload` source).
   local workloads = [
@@ -288,7 +329,7 @@ function(config)
     'railscope / fleet and rails',
     'Per-rail throughput and errors across nodes, and the nodes whose ports, PCIe links, '
     + 'GPUs or NVLinks are off their peers, and where workloads run.',
-    overview + throughput + gpuActivity + errors + peers + workloads,
+    overview + throughput + gpuActivity + errors + peers + physical + workloads,
     fleet=true,
     runbooks=lib.runbooks.fleet,
   )

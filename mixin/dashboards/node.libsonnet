@@ -300,6 +300,134 @@ function(config)
     ], 'pps', w=8),
   ];
 
+  // The physical layer: transceiver modules (powers in dBm, with the levels each module
+  // advertises as dashed lines), FEC and pre-FEC BER, link downs and their reasons, and the
+  // NIC's devlink health reporters. Netdevs of other rails than $rail are dropped (netdevs
+  // without an RDMA port stay).
+  local railNetdev(expr) =
+    '(' + expr + ') unless on (instance, netdev) railscope:netdev_port:info{'
+    + lib.matchers([lib.clusterMatcher, 'instance=~"$instance"', lib.RAIL_NE]) + '}';
+  local dBm(expr) = '10 * log10(1000 * (' + expr + ' > 0))';
+  // Level series drawn dashed, without fill.
+  local levelLines(re) = [{
+    matcher: { id: 'byRegexp', options: re },
+    properties: [
+      { id: 'custom.lineStyle', value: { fill: 'dash', dash: [10, 10] } },
+      { id: 'custom.fillOpacity', value: 0 },
+    ],
+  }];
+  local LEVELS = '.* (high_alarm|high_warning|low_warning|low_alarm)$';
+  local optics(title, metric, thresholdMetric, levels, unit, asDbm, desc) =
+    lib.ts(title, [
+      t(railNetdev(if asDbm then dBm(sel(metric)) else sel(metric)), '{{netdev}} lane {{lane}}'),
+      t(railNetdev(if asDbm then dBm(sel(thresholdMetric, 'level=~"' + levels + '"')) else sel(thresholdMetric, 'level=~"' + levels + '"') + ' > 0'),
+        '{{netdev}} {{level}}'),
+    ], unit, w=8, desc=desc, defaults={}) { panel+: { fieldConfig+: { overrides: levelLines(LEVELS) } } };
+  local physical = [
+    lib.row('Physical layer'),
+    lib.table('Transceivers',
+              [
+                t(railNetdev(sel('railscope_transceiver_info')), instant=true),
+                t(railNetdev(sel('railscope_transceiver_lanes')), instant=true),
+                t(railNetdev(sel('railscope_transceiver_up')), instant=true),
+              ],
+              w=24,
+              h=7,
+              hide=['Time', 'instance', 'Value #A'],
+              desc='Each netdev with a module: its spec (SFF-8472, SFF-8636, CMIS), type, vendor, part number, '
+                   + 'serial, connector and media (railscope_transceiver_info). Value #B: lanes monitored, '
+                   + 'Value #C: 1 when the last read of the module succeeded.'),
+    optics('Optics: receive power', 'railscope_transceiver_rx_power_watts', 'railscope_transceiver_rx_power_threshold_watts',
+           'low_warning|low_alarm', 'dBm', true,
+           "Per lane, in dBm (0 dBm = 1 mW); dashed: the module's low warning and low alarm levels. One lane "
+           + 'far below its siblings is that fibre or connector (RailscopeTransceiverLaneImbalance).'),
+    optics('Optics: transmit power', 'railscope_transceiver_tx_power_watts', 'railscope_transceiver_tx_power_threshold_watts',
+           'high_alarm|low_alarm', 'dBm', true,
+           "Per lane, in dBm; dashed: the module's high and low alarm levels."),
+    optics('Optics: laser bias current', 'railscope_transceiver_tx_bias_amperes', 'railscope_transceiver_tx_bias_threshold_amperes',
+           'high_alarm|low_alarm', 'amp', false,
+           "Per lane; dashed: the module's alarm levels. A bias climbing over weeks is a laser wearing out."),
+    lib.ts('Transceiver temperature', [
+      t(railNetdev(sel('railscope_transceiver_temperature_celsius')), '{{netdev}}'),
+      t(railNetdev(sel('railscope_transceiver_temperature_threshold_celsius', 'level=~"high_warning|high_alarm"') + ' > 0'),
+        '{{netdev}} {{level}}'),
+    ], 'celsius', w=8, desc="The module's temperature; dashed: its high warning and high alarm levels.")
+    { panel+: { fieldConfig+: { overrides: levelLines(LEVELS) } } },
+    lib.table('Transceiver flags raised (last 10 minutes)',
+              [
+                t(railNetdev('max_over_time(' + sel('railscope_transceiver_lane_flag') + '[10m]) == 1'), instant=true),
+                t(railNetdev('max_over_time(' + sel('railscope_transceiver_module_flag') + '[10m]) == 1'), instant=true),
+              ],
+              w=8,
+              hide=['Time', 'instance', 'Value #A', 'Value #B'],
+              desc='Flags the modules latched since their previous read, over the last 10 minutes: loss of signal '
+                   + 'or lock, TX fault, and the alarm and warning flags of each reading.'),
+    lib.ts('Supply voltage', [
+      t(railNetdev(sel('railscope_transceiver_supply_voltage_volts')), '{{netdev}}'),
+    ], 'volt', w=8),
+    lib.ts('FEC blocks: corrected and uncorrectable', [
+      t(railNetdev(rate('railscope_phy_fec_corrected_blocks_total')), '{{netdev}} corrected'),
+      t(railNetdev(rate('railscope_phy_fec_uncorrectable_blocks_total')), '{{netdev}} uncorrectable'),
+    ], 'cps', w=8, desc='PAM4 links correct blocks all the time; an uncorrectable block is a frame lost.',
+       custom={ scaleDistribution: { type: 'log', log: 10 } }),
+    lib.ts('Pre-FEC BER', [
+      t(railNetdev('railscope:phy_pre_fec_ber:rate1h{' + lib.matchers([lib.clusterMatcher, 'instance=~"$instance"']) + '}'),
+        '{{netdev}}'),
+    ], 'sci', w=8, alertAt=th.preFecBerRsThreshold,
+       desc='Bits corrected per bit of link rate over the last hour (railscope:phy_pre_fec_ber:rate1h). The line is '
+            + 'the RS-FEC level of RailscopePreFECBERHigh; BASE-R (1e-8 by default), LLRS and links without FEC '
+            + 'have lower levels.',
+       custom={ scaleDistribution: { type: 'log', log: 10 } }),
+    lib.ts('FEC corrected blocks per lane', [
+      t(railNetdev(rate('railscope_phy_fec_lane_corrected_blocks_total')), '{{netdev}} lane {{lane}}'),
+    ], 'cps', w=8, desc='Lanes as the kernel numbers them (from 0). One lane correcting far more than the others is its fibre or connector.',
+       custom={ scaleDistribution: { type: 'log', log: 10 } }),
+    lib.ts('FEC codewords by symbols corrected', [
+      t(railNetdev('sum by (instance, netdev, symbol_errors) (' + rate('railscope_phy_fec_codewords_total') + ')'),
+        '{{netdev}} {{symbol_errors}}'),
+    ], 'cps', w=8,
+       desc='The FEC histogram where the driver reports one: codewords per second by the number of symbol errors '
+            + 'corrected in them. A healthy link fills the low bins; codewords in the high bins were corrected with '
+            + 'little margin left.',
+       custom={ scaleDistribution: { type: 'log', log: 10 } }),
+    lib.ts('Link downs', [
+      t(railNetdev(rate('railscope_phy_link_down_events_total', fn='increase')), '{{netdev}}'),
+    ], 'short', w=8,
+       desc="Link downs the PHY counted per interval (where the driver counts them); the netdevs' carrier changes "
+            + 'are in the Netdevs row.'),
+    lib.table('Link down reasons in the time range',
+              [
+                t(railNetdev('max by (instance, netdev, state, substate) (max_over_time('
+                             + sel('railscope_phy_link_ext_state') + '[$__range]))'), instant=true),
+              ],
+              w=8,
+              hide=['Time', 'instance', 'Value'],
+              desc='The extended link states the kernel reported while a link was down (no_cable, '
+                   + 'link_training_failure, bad_signal_integrity, ...), over the time range.'),
+    lib.table('FEC mode',
+              [t(railNetdev(sel('railscope_phy_fec_info')), instant=true)],
+              w=8,
+              hide=['Time', 'instance', 'Value'],
+              desc='Active FEC mode and the configured modes of each netdev.'),
+    lib.table('devlink health reporters',
+              [t(sel('railscope_devlink_health_reporter_healthy'), instant=true)],
+              w=12,
+              hide=['Time', 'instance'],
+              mappings={ '0': { text: 'error', color: 'red' }, '1': { text: 'healthy', color: 'green' } },
+              thresholds=lib.redBelow(1),
+              sort=['Value', false],
+              desc="Each health reporter of the node's devlink devices (fw, fw_fatal, tx, rx, ...): healthy or in error."),
+    lib.table('devlink errors and recoveries in the time range',
+              [
+                t('increase(' + sel('railscope_devlink_health_reporter_errors_total') + '[$__range]) > 0', instant=true),
+                t('increase(' + sel('railscope_devlink_health_reporter_recoveries_total') + '[$__range]) > 0', instant=true),
+              ],
+              w=12,
+              hide=['Time', 'instance'],
+              desc='Value #A: errors each reporter counted in the time range, Value #B: recoveries. A fw_fatal error is a '
+                   + 'firmware crash and a device reset.'),
+  ];
+
   local pciJoin = ' * on (instance, pci_address) group_left (role, rdma_device, gpu) '
                   + sel('railscope_pci_device_info', lib.NIC_GPU);
   local pcie = [
@@ -706,9 +834,9 @@ function(config)
   lib.dashboard(
     config.dashboardUIDs.node,
     'railscope / node',
-    "One node's workloads, RDMA ports, errors, RoCE congestion, GIDs, netdevs, PCIe, topology, "
+    "One node's workloads, RDMA ports, errors, RoCE congestion, GIDs, netdevs, the physical layer, PCIe, topology, "
     + 'GPUs, GPU activity and energy, NVLink, GPUDirect readiness, kernel-log events and the railscope agent.',
-    overview + workloads + ports + errors + congestion + gids + netdevs + pcie + topology + gpus + activity + nvlink + host + kernel + agent,
+    overview + workloads + ports + errors + congestion + gids + netdevs + physical + pcie + topology + gpus + activity + nvlink + host + kernel + agent,
     fleet=false,
     runbooks=lib.runbooks.node,
   )

@@ -41,6 +41,27 @@
     'AER errors': ['RailscopePCIeAERCorrectable', 'RailscopePCIeAERUncorrectable'],
     'AER errors by type (totals, top 20)': ['RailscopePCIeAERCorrectable', 'RailscopePCIeAERUncorrectable'],
     'ACS state of bridges': ['RailscopeACSRedirect'],
+    // Physical layer
+    Transceivers: ['RailscopeTransceiverUnreadable'],
+    'Optics: receive power': [
+      'RailscopeTransceiverRxPowerLowWarning',
+      'RailscopeTransceiverRxPowerLowAlarm',
+      'RailscopeTransceiverLaneImbalance',
+    ],
+    'Optics: transmit power': ['RailscopeTransceiverTxOutOfRange'],
+    'Optics: laser bias current': ['RailscopeTransceiverTxOutOfRange'],
+    'Transceiver temperature': ['RailscopeTransceiverTemperatureHigh'],
+    'Transceiver flags raised (last 10 minutes)': [
+      'RailscopeTransceiverLossOfSignal',
+      'RailscopeTransceiverFault',
+      'RailscopeTransceiverAlarmFlag',
+    ],
+    'FEC blocks: corrected and uncorrectable': ['RailscopeFECUncorrectableBlocks'],
+    'Pre-FEC BER': ['RailscopePreFECBERHigh'],
+    'Link downs': ['RailscopeNetdevLinkFlapping'],
+    'Link down reasons in the time range': ['RailscopeNetdevLinkDownReason', 'RailscopeNetdevLinkFlapping'],
+    'devlink health reporters': ['RailscopeDevlinkFirmwareFatal', 'RailscopeDevlinkHealthReporterErrors'],
+    'devlink errors and recoveries in the time range': ['RailscopeDevlinkFirmwareFatal', 'RailscopeDevlinkHealthReporterErrors'],
     // Topology and rails
     'NIC ↔ GPU distance': ['RailscopeNICFarFromGPU'],
     'Nearest GPU per NIC': ['RailscopeNICFarFromGPU'],
@@ -128,5 +149,8 @@
     'GPUs not ok (top 20)': ['RailscopeGPULost'],
     'Inactive NVLinks by node and GPU (top 20)': ['RailscopeNVLinkInactive'],
     'Collectors failing (worst 20)': ['RailscopeCollectorFailing'],
+    'Weakest receive power (dBm, worst 20 lanes)': ['RailscopeTransceiverRxPowerLowWarning', 'RailscopeTransceiverRxPowerLowAlarm'],
+    'Highest pre-FEC BER (top 20 links)': ['RailscopePreFECBERHigh'],
+    'devlink reporters in error or with errors in the time range': ['RailscopeDevlinkFirmwareFatal', 'RailscopeDevlinkHealthReporterErrors'],
   },
 }

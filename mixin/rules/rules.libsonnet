@@ -283,6 +283,27 @@ local lib = import '../lib/rules.libsonnet';
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
             ||| % p,
           },
+          // Pre-FEC bit error rate of each netdev over an hour: the bits its FEC corrected (the
+          // phy collector's total, or where it has none the ethtool collector's mlx5
+          // rx_corrected_bits_phy) per bit of link rate (`basis="link_rate"`). A PHY receives at
+          // its line rate whatever the traffic (idles are coded and corrected too), so the link
+          // rate is the bits it decoded; the coded line rate is a little higher (FEC overhead),
+          // which makes this a slight overestimate.
+          {
+            record: 'railscope:phy_pre_fec_ber:rate1h',
+            expr: |||
+              label_replace(
+                (
+                  sum by (%(cluster)s, instance, job, netdev) (rate(railscope_phy_fec_corrected_bits_total{%(selector)s}[1h]))
+                  or on (%(cluster)s, instance, netdev)
+                  sum by (%(cluster)s, instance, job, netdev) (rate(railscope_netdev_phy_fec_corrected_bit_errors_total{%(selector)s}[1h]))
+                )
+                / on (%(cluster)s, instance, netdev) group_left ()
+                (railscope_netdev_speed_bytes_per_second{%(selector)s} * 8 > 0),
+                "basis", "link_rate", "", ""
+              )
+            ||| % p,
+          },
           // Non-empty GID entries per port, to spot a GID table that changed.
           {
             record: 'railscope:ib_port_gid_entries:sum',

@@ -1201,8 +1201,14 @@ fn sharded(
 /// no DCB, InfiniBand ports get their active MTU only from verbs on a live node and no RoCE
 /// RDMA device is in the fleet, OFED's extra PMA counters exist on no DGX node, AER types and
 /// XID codes appear with their first error, H100s have no retired pages (they remap rows),
-/// and the fleet's fake GPUs report no NVLink5 FEC histogram.
+/// and the fleet's fake GPUs report no NVLink5 FEC histogram. Its veth netdevs have no
+/// transceiver module, no FEC or extended link state, and no devlink device: the physical
+/// layer's queries are empty (the pre-FEC BER recording rule with them).
 const ABSENT_ON_THIS_FLEET: &[&str] = &[
+    "railscope_transceiver_",
+    "railscope_phy_",
+    "railscope:phy_pre_fec_ber",
+    "railscope_devlink_",
     "railscope_dcb_",
     "active_mtu_bytes",
     "railscope_ib_port_netdev_mtu_bytes",

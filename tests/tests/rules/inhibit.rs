@@ -39,7 +39,7 @@ fn the_example_config_is_valid() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("12 inhibit rules"), "{text}");
+    assert!(text.contains("23 inhibit rules"), "{text}");
 }
 
 /// Sends one firing alert with these labels.
@@ -238,6 +238,86 @@ fn one_fault_is_one_notification() {
         ],
     );
     port_alert("RailscopeRailImbalance", "n4", "mlx5_6");
+    // p1, the physical layer. eth2 (mlx5_2) lane 2 lost its signal: its receive power and
+    // imbalance alerts come with it; lane 3's low receive power is a fault of its own. The
+    // module is at its temperature warning: the hwmon view of the same module is hidden, the
+    // ASIC's is not. eth4 has no cable: its module cannot be read, which says nothing more.
+    let netdev_alert = |name: &str, instance: &str, extra: &[(&str, &str)]| {
+        let severity = severity(name);
+        let mut labels = vec![
+            ("alertname", name),
+            ("severity", severity.as_str()),
+            ("instance", instance),
+            ("job", "railscope"),
+        ];
+        labels.extend_from_slice(extra);
+        fire(&amtool, &url, &labels);
+    };
+    let eth2 = [
+        ("netdev", "eth2"),
+        ("device", "mlx5_2"),
+        ("port", "1"),
+        ("rail", "2"),
+    ];
+    for name in [
+        "RailscopeTransceiverLossOfSignal",
+        "RailscopeTransceiverRxPowerLowWarning",
+        "RailscopeTransceiverRxPowerLowAlarm",
+        "RailscopeTransceiverLaneImbalance",
+    ] {
+        let mut labels = eth2.to_vec();
+        labels.push(("lane", "2"));
+        if name == "RailscopeTransceiverLossOfSignal" {
+            labels.push(("flag", "rx_los"));
+        }
+        netdev_alert(name, "p1", &labels);
+    }
+    let mut lane3 = eth2.to_vec();
+    lane3.push(("lane", "3"));
+    netdev_alert("RailscopeTransceiverRxPowerLowWarning", "p1", &lane3);
+    netdev_alert("RailscopeTransceiverTemperatureHigh", "p1", &eth2);
+    for sensor in ["module0", "asic"] {
+        netdev_alert(
+            "RailscopeNICTemperatureNearCritical",
+            "p1",
+            &[
+                ("device", "mlx5_2"),
+                ("pci_address", "0000:2a:00.0"),
+                ("sensor", sensor),
+                ("rail", "2"),
+            ],
+        );
+    }
+    let eth4 = [("netdev", "eth4"), ("rail", "none")];
+    let mut no_cable = eth4.to_vec();
+    no_cable.extend([("state", "no_cable"), ("substate", "")]);
+    netdev_alert("RailscopeNetdevLinkDownReason", "p1", &no_cable);
+    netdev_alert("RailscopeTransceiverUnreadable", "p1", &eth4);
+    // p2: mlx5_0's firmware crashed; its port went down and its optics read dark meanwhile.
+    netdev_alert(
+        "RailscopeDevlinkFirmwareFatal",
+        "p2",
+        &[
+            ("devlink", "pci/0000:18:00.0"),
+            ("pci_address", "0000:18:00.0"),
+            ("device", "mlx5_0"),
+            ("port", ""),
+            ("reporter", "fw_fatal"),
+            ("rail", "0"),
+        ],
+    );
+    port_alert("RailscopePortDown", "p2", "mlx5_0");
+    netdev_alert(
+        "RailscopeTransceiverRxPowerLowAlarm",
+        "p2",
+        &[
+            ("netdev", "eth0"),
+            ("device", "mlx5_0"),
+            ("port", "1"),
+            ("lane", "1"),
+            ("rail", "0"),
+        ],
+    );
 
     let expected: BTreeSet<(String, String, String)> = [
         ("RailscopePortDown", "n1", "mlx5_0"),
@@ -254,6 +334,12 @@ fn one_fault_is_one_notification() {
         ("RailscopeNVLinkDomainDegraded", "", ""),
         ("RailscopeGPUFabricUnhealthy", "n9", "1"),
         ("RailscopeGPULost", "n10", "3"),
+        ("RailscopeTransceiverLossOfSignal", "p1", "mlx5_2"),
+        ("RailscopeTransceiverRxPowerLowWarning", "p1", "mlx5_2"),
+        ("RailscopeTransceiverTemperatureHigh", "p1", "mlx5_2"),
+        ("RailscopeNICTemperatureNearCritical", "p1", "mlx5_2"),
+        ("RailscopeNetdevLinkDownReason", "p1", ""),
+        ("RailscopeDevlinkFirmwareFatal", "p2", "mlx5_0"),
     ]
     .iter()
     .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
@@ -284,4 +370,40 @@ fn one_fault_is_one_notification() {
     }
     std::thread::sleep(Duration::from_secs(4));
     assert_eq!(notified(), expected);
+    // The physical-layer alerts differ by lane and sensor too: which of them came through.
+    let physical: BTreeSet<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(_, v)| v["alerts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| {
+            a["labels"]["instance"]
+                .as_str()
+                .is_some_and(|i| i.starts_with('p'))
+        })
+        .map(|a| {
+            let l = &a["labels"];
+            let s = |k: &str| l[k].as_str().unwrap_or_default().to_owned();
+            format!(
+                "{} {} {} lane={} sensor={}",
+                s("alertname"),
+                s("instance"),
+                s("netdev"),
+                s("lane"),
+                s("sensor")
+            )
+        })
+        .collect();
+    let expected_physical: BTreeSet<String> = [
+        "RailscopeTransceiverLossOfSignal p1 eth2 lane=2 sensor=",
+        "RailscopeTransceiverRxPowerLowWarning p1 eth2 lane=3 sensor=",
+        "RailscopeTransceiverTemperatureHigh p1 eth2 lane= sensor=",
+        "RailscopeNICTemperatureNearCritical p1  lane= sensor=asic",
+        "RailscopeNetdevLinkDownReason p1 eth4 lane= sensor=",
+        "RailscopeDevlinkFirmwareFatal p2  lane= sensor=",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    assert_eq!(physical, expected_physical);
 }
