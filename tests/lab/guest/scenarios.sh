@@ -88,6 +88,7 @@ ethtool --set-fec "$NSIM" encoding rs || fatal "ethtool --set-fec $NSIM encoding
 echo "$NSIM" >$OUT/info/netdevsim-netdev
 nsim_info() { # NAME: what ethtool and devlink say about the netdevsim device now
     {
+        echo "\$ ethtool $NSIM"; ethtool "$NSIM"; echo "[rc=$?]"
         echo "\$ ethtool --show-fec $NSIM"; ethtool --show-fec "$NSIM"; echo "[rc=$?]"
         echo "\$ ethtool -m $NSIM"; ethtool -m "$NSIM"; echo "[rc=$?]"
         echo "\$ devlink -j health show"; devlink -j health show; echo "[rc=$?]"

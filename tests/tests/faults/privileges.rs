@@ -101,6 +101,9 @@ fn unprivileged_the_agent_reads_this_machine_like_root() {
         "pci",
         "topology",
         "host",
+        "hwmon",
+        "phy",
+        "devlink",
     ] {
         let labels = [("collector", collector)];
         assert_eq!(

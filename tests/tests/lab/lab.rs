@@ -273,6 +273,7 @@ fn railscope_on_a_real_kernel_rdma_stack() {
     }
     traffic_counters(&out, idle, traffic);
     netlink_equals_sysfs(traffic);
+    netdevsim(&out, &steps);
     doctor_in_the_guest(&out);
 
     if full {
@@ -316,9 +317,12 @@ fn railscope_on_a_real_kernel_rdma_stack() {
         let log = std::fs::read_to_string(out.join(format!("agent-{agent}.log"))).unwrap();
         assert!(!log.contains("panicked"), "agent {agent} panicked:\n{log}");
         if *agent != NOBODY {
+            // The one failure the lab makes on purpose: FEC_GET on the netdevsim netdev while
+            // debugfs has it answer EIO (the health-broken step).
             let errors: Vec<&str> = log
                 .lines()
                 .filter(|l| l.contains("level=error") || l.contains("level=warn"))
+                .filter(|l| !(l.contains("ETHTOOL_MSG_FEC_GET") && l.contains("os error 5")))
                 .collect();
             assert!(
                 errors.is_empty(),
@@ -806,6 +810,181 @@ fn unprivileged(out: &Path, steps: &[Step]) {
     assert!(
         repeated.is_empty(),
         "the unprivileged agent repeats itself: {repeated:?}"
+    );
+}
+
+/// The netdevsim device (`netdevsim/netdevsim10`, netdev in `info/netdevsim-netdev`): its
+/// devlink health reporters, devlink info, FEC and link state, against what `devlink -j
+/// health show` and `ethtool` say at each step, and its missing module EEPROM.
+fn netdevsim(out: &Path, steps: &[Step]) {
+    let netdev = std::fs::read_to_string(out.join("info/netdevsim-netdev"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let handle = "netdevsim/netdevsim10";
+    // (step, devlink's JSON of that moment, the dummy reporter's (healthy, errors, recoveries))
+    let expect = [
+        ("idle", "created", (1.0, 0.0, 0.0)),
+        ("traffic", "created", (1.0, 0.0, 0.0)),
+        ("health-broken", "broken", (0.0, 1.0, 0.0)),
+        ("health-recovered", "recovered", (1.0, 1.0, 1.0)),
+    ];
+    let mut phy_errors = Vec::new();
+    for (name, json, (healthy, errors, recoveries)) in expect {
+        let s = step(steps, name);
+        let devlink: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(format!("info/netdevsim-{json}-health.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        let reporters = devlink["health"][handle].as_array().unwrap();
+        for r in reporters {
+            let reporter = r["reporter"].as_str().unwrap();
+            let labels = [("devlink", handle), ("reporter", reporter), ("port", "")];
+            let state = if r["state"] == "healthy" { 1.0 } else { 0.0 };
+            assert_eq!(
+                s.value(ROOT, "railscope_devlink_health_reporter_healthy", &labels),
+                state,
+                "{name}: {reporter} state as devlink shows it: {r}"
+            );
+            assert_eq!(
+                s.value(
+                    ROOT,
+                    "railscope_devlink_health_reporter_errors_total",
+                    &labels
+                ),
+                r["error"].as_f64().unwrap(),
+                "{name}: {reporter} errors"
+            );
+            assert_eq!(
+                s.value(
+                    ROOT,
+                    "railscope_devlink_health_reporter_recoveries_total",
+                    &labels
+                ),
+                r["recover"].as_f64().unwrap(),
+                "{name}: {reporter} recoveries"
+            );
+            // A dump exists once the reporter reported (auto_dump): its time is the wall
+            // clock of the report, the moment of this lab run.
+            let dumped = find(
+                s.samples(ROOT),
+                "railscope_devlink_health_reporter_last_dump_timestamp_seconds",
+                &labels,
+            );
+            assert_eq!(
+                dumped.len(),
+                usize::from(r.get("last_dump_date").is_some()),
+                "{name}: {reporter} dump time: {r}"
+            );
+        }
+        let dummy = [("devlink", handle), ("reporter", "dummy"), ("port", "")];
+        assert_eq!(
+            (
+                s.value(ROOT, "railscope_devlink_health_reporter_healthy", &dummy),
+                s.value(
+                    ROOT,
+                    "railscope_devlink_health_reporter_errors_total",
+                    &dummy
+                ),
+                s.value(
+                    ROOT,
+                    "railscope_devlink_health_reporter_recoveries_total",
+                    &dummy
+                ),
+            ),
+            (healthy, errors, recoveries),
+            "{name}: the dummy reporter"
+        );
+        assert_eq!(
+            s.value(
+                ROOT,
+                "railscope_devlink_info",
+                &[("devlink", handle), ("driver", "netdevsim")]
+            ),
+            1.0
+        );
+        for kind in ["running", "stored"] {
+            assert_eq!(
+                s.label(
+                    ROOT,
+                    "railscope_devlink_version_info",
+                    &[("devlink", handle), ("kind", kind), ("name", "fw.mgmt")],
+                    "version"
+                ),
+                "10.20.30",
+                "{name}: fw.mgmt {kind}"
+            );
+        }
+        // FEC: RS as set with ethtool, except while debugfs makes FEC_GET fail with EIO.
+        let fec = find(
+            s.samples(ROOT),
+            "railscope_phy_fec_info",
+            &[("netdev", &netdev)],
+        );
+        if name == "health-broken" {
+            assert_eq!(fec.len(), 0, "{name}: FEC_GET fails: no FEC series");
+        } else {
+            assert_eq!(fec.len(), 1, "{name}: {fec:?}");
+            assert_eq!(
+                fec[0].labels["active"], "rs",
+                "{name}: ethtool --show-fec says RS"
+            );
+        }
+        // Link state of every selected netdev, FEC_GET failing or not. netdevsim has no
+        // get_link op: LINKSTATE_GET has no link attribute and ethtool no "Link detected".
+        let ethtool =
+            std::fs::read_to_string(out.join(format!("info/netdevsim-{json}.txt"))).unwrap();
+        let link = find(
+            s.samples(ROOT),
+            "railscope_phy_link_up",
+            &[("netdev", &netdev)],
+        );
+        match ethtool
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Link detected: "))
+        {
+            Some(detected) => assert_eq!(
+                (link.len(), link.first().map(|l| l.value)),
+                (1, Some(if detected == "yes" { 1.0 } else { 0.0 })),
+                "{name}: {netdev}'s link as ethtool sees it"
+            ),
+            None => assert!(
+                link.is_empty(),
+                "{name}: {netdev} has no link state: {link:?}"
+            ),
+        }
+        // The rxe netdevs are selected by default (siw's netdevs are not in sysfs).
+        for n in ["veth0", "veth1"] {
+            assert_eq!(
+                s.value(ROOT, "railscope_phy_link_up", &[("netdev", n)]),
+                1.0,
+                "{name}: {n} has a carrier"
+            );
+        }
+        for n in ["veth0", "veth1"] {
+            assert!(
+                find(s.samples(ROOT), "railscope_phy_fec_info", &[("netdev", n)]).is_empty(),
+                "{name}: a veth has no FEC (EOPNOTSUPP)"
+            );
+        }
+        // No netdev here has a module EEPROM: no transceiver series, and no error for it.
+        assert!(
+            s.samples(ROOT)
+                .iter()
+                .all(|x| !x.name.starts_with("railscope_transceiver_")),
+            "{name}: transceiver series without a module"
+        );
+        assert_eq!(s.errors(ROOT, "transceiver"), 0.0, "{name}");
+        assert_eq!(s.errors(ROOT, "devlink"), 0.0, "{name}");
+        phy_errors.push(s.errors(ROOT, "phy"));
+    }
+    // The failed FEC_GET is counted once, in its own step; nothing else fails.
+    assert_eq!(phy_errors, [0.0, 0.0, 1.0, 1.0], "phy errors by step");
+    let broken = std::fs::read_to_string(out.join("info/netdevsim-broken.txt")).unwrap();
+    assert!(
+        broken.contains("Input/output error"),
+        "ethtool --show-fec fails while get_err is 5:\n{broken}"
     );
 }
 

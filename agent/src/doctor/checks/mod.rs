@@ -1,6 +1,6 @@
 //! The checks, in the order an expert works through a node whose NCCL bandwidth is low:
 //! hardware present and up, link rate and width, PCIe, MTU, GIDs, PFC, GPUDirect RDMA,
-//! GPU↔NIC distance, NVLink, GPU health, the kernel log. Each reads [`Facts`] only and
+//! GPU↔NIC distance, NVLink, GPU health, the kernel log, the physical layer. Each reads [`Facts`] only and
 //! mirrors the alert of the same name (same condition, same severity), so what doctor says
 //! on a node is what the alerts say about it.
 //!
@@ -24,6 +24,7 @@ mod nccl;
 mod nvlink;
 mod pcie;
 mod pfc;
+mod physical;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ use nccl::{nccl_environment, nccl_hints};
 use nvlink::nvlink;
 use pcie::pcie;
 use pfc::pfc;
+use physical::physical;
 use topology::topology;
 
 /// How bad a finding is. `Skip` says a step had nothing to check on this node.
@@ -361,6 +363,11 @@ pub(crate) fn run(facts: &Facts, env: &[(String, String)]) -> (Vec<Step>, NcclHi
             gpu_health(&node),
         ),
         step("kernel", "Kernel log", kernel_log(&node)),
+        step(
+            "physical",
+            "Physical layer (transceivers, PHY link state, NIC firmware health)",
+            physical(&node),
+        ),
     ];
     nccl_hints(&node, &mut hints);
     let env_findings = nccl_environment(&node, &hints, env);

@@ -20,6 +20,18 @@ pub(crate) const NIC_GPU_DISTANCE: f64 = 40.0;
 /// `_config.thresholds.nvlinkErrorsPerSecond`.
 pub(crate) const NVLINK_ERRORS_PER_SECOND: f64 = 1.0;
 
+/// A lane this many dB under the brightest lane of its module (RailscopeTransceiverLaneImbalance).
+/// `_config.thresholds.transceiverLaneImbalanceDb`.
+pub(crate) const TRANSCEIVER_LANE_IMBALANCE_DB: f64 = 3.0;
+
+/// The brightest lane must receive more than this for an imbalance (RailscopeTransceiverLaneImbalance).
+/// `_config.thresholds.transceiverLaneLitWatts`.
+pub(crate) const TRANSCEIVER_LANE_LIT_WATTS: f64 = 1e-05;
+
+/// Degrees under the module's high warning level (RailscopeTransceiverTemperatureHigh).
+/// `_config.thresholds.transceiverTemperatureMarginCelsius`.
+pub(crate) const TRANSCEIVER_TEMPERATURE_MARGIN_CELSIUS: f64 = 0.0;
+
 /// XIDs that need a GPU reset, a reboot or a new GPU (RailscopeGPUXidHardware).
 /// `_config.xids.hardware`.
 pub(crate) const XID_HARDWARE: &[u32] = &[

@@ -16,6 +16,7 @@ mod nccl;
 mod nvlink;
 mod pcie;
 mod pfc;
+mod physical;
 mod topology;
 
 /// One row per test: `name: [parts of the exposition] (env [(variable, value), ...])? =>
