@@ -16,8 +16,8 @@
 //!   NodeInfo, the far end's PortInfo) through an [`IbProbe`], every `smp-interval` (default
 //!   10 minutes) and at once when the port's state becomes ACTIVE. Ports with another link
 //!   layer (RoCE, iWARP) or without a umad device have status `not_available`, said once, and
-//!   no SMP is sent. **The SMP reader plugs in at [`ib_probe`]** (the seam): until it does, no
-//!   InfiniBand port is probed and none has an `smp` series but those `not_available` ones.
+//!   no SMP is sent. **The SMP reader plugs in at [`ib_probe`]** (the seam): until it does, the SMP
+//!   side is off and there are no `smp` series at all.
 //!
 //! The labels of a link: `device`/`port` (the RDMA port of the netdev: its GID netdev, a
 //! Soft-RoCE parent; empty when it has none) and `netdev` (empty for an InfiniBand port
@@ -524,9 +524,12 @@ impl NeighbourSource {
             .rev() // the first port of a netdev wins
             .collect();
         if let Some(receiver) = &self.lldp {
-            receiver.start();
             let selected = self.filter.select(self.fs.as_ref(), &self.sysfs);
             let indexed = self.ifindexes(&selected, &mut errors);
+            if !indexed.is_empty() {
+                // No socket until there is a netdev of this namespace to listen on.
+                receiver.start();
+            }
             let mut table = lock(receiver.table());
             table.select(&indexed, now);
             if let Some(lldp::Failure::Other(why)) = &table.failure {
