@@ -300,3 +300,53 @@ fn lldpd_on_the_far_end_of_a_veth() {
         started.elapsed()
     );
 }
+
+/// A veth pair in the test's own network namespace, deleted when dropped.
+struct HostVeth(String);
+
+impl Drop for HostVeth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.0]).output();
+    }
+}
+
+#[test]
+fn without_cap_net_raw_the_status_is_no_permission_said_once() {
+    let setpriv = railscope_tests::tool("setpriv");
+    let name = format!("rsnb{}", std::process::id() % 100_000);
+    let peer = format!("{name}p");
+    railscope_tests::netns::ip(&["link", "add", &name, "type", "veth", "peer", "name", &peer]);
+    let _veth = HostVeth(name.clone());
+    let mut cmd = Command::new(&setpriv);
+    cmd.args(["--inh-caps=-net_raw", "--bounding-set=-net_raw", "--"])
+        .arg(railscope_tests::binary());
+    let include = format!("^{name}$");
+    let mut agent = Agent::wrapped(
+        cmd,
+        &[
+            "--collector.disable-defaults",
+            "--collector.neighbour",
+            "--collector.neighbour.device-include",
+            &include,
+        ],
+        &[],
+    );
+    agent.wait_ready();
+    let s = until(&agent, Duration::from_secs(10), "no_permission", |s| {
+        status(s, &name).as_deref() == Some("no_permission")
+    });
+    // Said once, never an error.
+    for _ in 0..3 {
+        let _ = scrape(&agent);
+    }
+    assert_eq!(
+        value(
+            &s,
+            "railscope_collector_errors_total",
+            &[("collector", "neighbour")]
+        ),
+        0.0
+    );
+    let log = agent.log();
+    assert_eq!(log.matches("no CAP_NET_RAW").count(), 1, "{log}");
+}
