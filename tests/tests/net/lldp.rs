@@ -34,6 +34,11 @@ struct Lldpd {
 
 impl Lldpd {
     fn start(ns: &Netns, ifname: &str) -> Lldpd {
+        Lldpd::start_with(ns, ifname, "lldpd", &[])
+    }
+
+    /// lldpd with extra arguments (`-r`: receive only), its control socket named `tag`.
+    fn start_with(ns: &Netns, ifname: &str, tag: &str, extra: &[&str]) -> Lldpd {
         // Not `railscope_tests::require`: lldpd has no `--version`, and `lldpd version` would
         // start a daemon (it takes no arguments and ignores them).
         let lldpd = "lldpd";
@@ -44,7 +49,7 @@ impl Lldpd {
         if !runs {
             railscope_tests::missing_tool(lldpd, "the Debian package lldpd");
         }
-        let ctl = ns.dir().join("lldpd.ctl");
+        let ctl = ns.dir().join(format!("{tag}.ctl"));
         let conf = ns.dir().join("none.conf");
         std::fs::write(&conf, "").unwrap();
         let child = ns
@@ -54,6 +59,7 @@ impl Lldpd {
             .arg("-O")
             .arg(&conf)
             .args(["-I", ifname])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -66,10 +72,10 @@ impl Lldpd {
         Lldpd { child, ctl }
     }
 
-    fn cli(&self, ns: &Netns, args: &str) {
+    fn cli(&self, ns: &Netns, args: &str) -> String {
         let mut command = vec!["lldpcli", "-u", self.ctl.to_str().unwrap()];
         command.extend(args.split(' '));
-        ns.exec(&command);
+        String::from_utf8_lossy(&ns.exec(&command).stdout).into_owned()
     }
 
     /// Stops lldpd with SIGTERM (its shutdown LLDPDU goes out) and waits for it.
@@ -349,4 +355,74 @@ fn without_cap_net_raw_the_status_is_no_permission_said_once() {
     );
     let log = agent.log();
     assert_eq!(log.matches("no CAP_NET_RAW").count(), 1, "{log}");
+}
+
+#[test]
+fn with_lldp_lldpd_the_neighbours_of_a_running_lldpd_are_read() {
+    let peer = Netns::new("lldpd-peer");
+    let host = Netns::new("lldpd-host");
+    let (ours, theirs) = ("nbd0", "nbd1");
+    host.ip(&["link", "add", ours, "type", "veth", "peer", "name", theirs]);
+    host.ip(&["link", "set", theirs, "netns", peer.name()]);
+    host.ip(&["link", "set", ours, "up"]);
+    peer.ip(&["link", "set", theirs, "up"]);
+    let sender = Lldpd::start(&peer, theirs);
+    sender.cli(&peer, "configure system hostname leaf-09");
+    sender.cli(&peer, "configure lldp tx-interval 1");
+    sender.cli(
+        &peer,
+        "configure lldp custom-tlv oui 00,80,c2 subtype 11 oui-info 08,18",
+    );
+    let receiver = Lldpd::start_with(&host, ours, "receiver", &["-r"]);
+    // Start the agent once the receiving lldpd knows the neighbour (it asks every 10 s).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !receiver
+        .cli(&host, "-f json0 show neighbors details")
+        .contains("08,18")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the receiving lldpd learned nothing"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let agent = Agent::in_netns(
+        &host,
+        &[
+            "--path.sysfs",
+            "/sys",
+            "--collector.disable-defaults",
+            "--collector.neighbour",
+            "--collector.neighbour.device-include",
+            &format!("^{ours}$"),
+            "--collector.neighbour.lldp",
+            "lldpd",
+            "--collector.neighbour.lldpd-socket",
+            receiver.ctl.to_str().unwrap(),
+        ],
+    );
+    let s = until(&agent, Duration::from_secs(15), "leaf-09 from lldpd", |s| {
+        !find(
+            s,
+            "railscope_neighbour_info",
+            &[
+                ("netdev", ours),
+                ("neighbour", "leaf-09"),
+                ("protocol", "lldpd"),
+            ],
+        )
+        .is_empty()
+    });
+    let l = [("netdev", ours), ("protocol", "lldpd")];
+    let enabled: Vec<String> = find(&s, "railscope_neighbour_pfc_enabled", &l)
+        .iter()
+        .filter(|x| x.value == 1.0)
+        .map(|x| x.labels["priority"].clone())
+        .collect();
+    assert_eq!(enabled, ["3", "4"]);
+    assert_eq!(status(&s, ours).as_deref(), Some("ok"));
+    assert_eq!(
+        find(&s, "railscope_neighbour_info", &[("netdev", ours)])[0].labels["neighbour_id"],
+        mac(&peer, theirs)
+    );
 }

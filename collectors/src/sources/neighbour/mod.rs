@@ -59,13 +59,18 @@ const SMP_TICK: Duration = Duration::from_secs(1);
 const DEV_INFINIBAND: &str = "/dev/infiniband";
 
 /// The options.
-pub const OPTIONS: [OptionSpec; 5] = [
+pub const OPTIONS: [OptionSpec; 6] = [
     FILTER_OPTIONS[0],
     FILTER_OPTIONS[1],
     OptionSpec {
         name: "lldp",
-        help: "How LLDP neighbours of Ethernet/RoCE netdevs are learned: socket (the agent's own AF_PACKET receiver; needs CAP_NET_RAW) or off.",
-        kind: OptionKind::Choice(&["socket", "off"]),
+        help: "How LLDP neighbours of Ethernet/RoCE netdevs are learned: socket (the agent's own AF_PACKET receiver; needs CAP_NET_RAW), lldpd (lldpcli -f json0 against a running lldpd's control socket, every 10 s), auto (lldpd where its control socket exists, else socket) or off.",
+        kind: OptionKind::Choice(&["socket", "lldpd", "auto", "off"]),
+    },
+    OptionSpec {
+        name: "lldpd-socket",
+        help: "The control socket of the lldpd that lldp=lldpd (and auto) reads (default /run/lldpd.socket).",
+        kind: OptionKind::Path,
     },
     OptionSpec {
         name: "lldp-timeout",
@@ -670,13 +675,21 @@ impl Source for NeighbourSource {
 
     fn build(from: &Build<'_>) -> Result<Self, SourceBuildError> {
         let options = from.options;
+        let socket = PathBuf::from(
+            options
+                .get("lldpd-socket")
+                .map_or(lldp::lldpd::DEFAULT_SOCKET, String::as_str),
+        );
         let lldp = match options.get("lldp").map_or("socket", String::as_str) {
-            "socket" => Some(lldp::Receiver::new()),
+            "socket" => Some(lldp::Receiver::new(lldp::Mode::Socket)),
+            "lldpd" => Some(lldp::Receiver::new(lldp::Mode::Lldpd(socket))),
+            "auto" if socket.exists() => Some(lldp::Receiver::new(lldp::Mode::Lldpd(socket))),
+            "auto" => Some(lldp::Receiver::new(lldp::Mode::Socket)),
             "off" => None,
             other => {
                 return Err(SourceBuildError {
                     option: "lldp".to_owned(),
-                    reason: format!("{other:?} is not socket or off"),
+                    reason: format!("{other:?} is not socket, lldpd, auto or off"),
                 });
             }
         };

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::lldp::parse::{self, ParseError, encode, parse_frame, parse_lldpdu};
-use super::lldp::{Failure, Receiver, Table};
+use super::lldp::{Failure, Mode, Receiver, Table};
 use super::*;
 use crate::fs::{FaultFs, Roots};
 
@@ -406,7 +406,7 @@ fn roce_netdevs_are_labelled_with_their_rdma_port() {
         &roots(sysfs("cx6dx-roce-2port")),
         Arc::new(FaultFs::new()),
         NetdevFilter::default(),
-        Some(Receiver::new()),
+        Some(Receiver::new(Mode::Socket)),
         T,
         None,
         DEFAULT_SMP_INTERVAL,
@@ -650,4 +650,76 @@ fn without_a_probe_no_ib_series() {
         DEFAULT_SMP_INTERVAL,
     );
     assert!(src.read_at(Instant::now()).data.unwrap().links.is_empty());
+}
+
+// --- lldpd's json0 -----------------------------------------------------------------------
+
+fn text_fixture(name: &str) -> String {
+    String::from_utf8(fixture(name)).unwrap()
+}
+
+#[test]
+fn lldpds_json0_gives_the_same_neighbour_as_the_frames() {
+    let listed =
+        super::lldp::lldpd::parse_json0(&text_fixture("lldpd-1.0.16-json0-neighbors.json"))
+            .unwrap();
+    assert_eq!(listed.len(), 1);
+    let (iface, du) = &listed[0];
+    assert_eq!(iface, "nbx1");
+    let id = super::lldp::identity(du);
+    assert_eq!(
+        (
+            id.name.as_str(),
+            id.id.as_str(),
+            id.port.as_str(),
+            id.port_description.as_str()
+        ),
+        (
+            "leaf-07",
+            "06:53:81:ee:99:41",
+            "06:53:81:ee:99:41",
+            "to gpu-node-3"
+        )
+    );
+    assert_eq!((du.ttl, du.max_frame_size), (4, Some(9002)));
+    assert_eq!(
+        du.pfc,
+        Some(Pfc {
+            willing: false,
+            mbc: false,
+            capability: 8,
+            enabled: 0x08
+        })
+    );
+    assert!(
+        super::lldp::lldpd::parse_json0(&text_fixture("lldpd-1.0.16-json0-none.json"))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(super::lldp::lldpd::parse_json0("lldpd is not running").is_err());
+    assert!(super::lldp::lldpd::parse_json0("{\"x\": 1}").is_err());
+}
+
+#[test]
+fn a_neighbour_lldpd_no_longer_lists_has_left() {
+    let t0 = Instant::now();
+    let mut t = table_with(&[(7, "nbx1"), (8, "other")], t0);
+    t.lldpd = true;
+    let listed =
+        super::lldp::lldpd::parse_json0(&text_fixture("lldpd-1.0.16-json0-neighbors.json"))
+            .unwrap();
+    t.record_lldpd(listed, t0, 10.0);
+    // lldpd ages neighbours out itself: no TTL expiry here, however long since the poll.
+    let v = t.view(t0 + Duration::from_secs(60), T);
+    assert_eq!(v[0].0.protocol, Some(Protocol::Lldpd));
+    assert_eq!(v[0].0.status, Some(Status::Ok));
+    assert_eq!(v[1].0.status, None);
+    t.record_lldpd(Vec::new(), t0 + Duration::from_secs(70), 80.0);
+    let v = t.view(t0 + Duration::from_secs(70), T);
+    assert_eq!(
+        (v[0].0.status, v[0].0.last_seen),
+        (Some(Status::NoFrames), Some(10.0))
+    );
+    // Nothing ever heard: no status before the timeout.
+    assert_eq!(v[1].0.status, None);
 }

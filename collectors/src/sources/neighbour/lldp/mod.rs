@@ -16,10 +16,12 @@
 //! * the socket cannot be opened: every selected netdev has status `no_permission` (`EPERM`
 //!   or `EACCES`: no `CAP_NET_RAW`), logged once; any other failure is the source's error.
 
+pub mod lldpd;
 pub mod parse;
 pub(crate) mod socket;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -89,8 +91,11 @@ pub enum Failure {
 pub struct Table {
     /// The selected netdevs.
     pub ports: BTreeMap<u32, PortState>,
-    /// Set once the socket failed; the receiver has stopped.
+    /// Set once the socket failed (the receiver has stopped), or while lldpd cannot be read.
     pub failure: Option<Failure>,
+    /// Filled from lldpd (`protocol="lldpd"`; lldpd ages neighbours out itself) rather than
+    /// from frames.
+    pub lldpd: bool,
 }
 
 /// The identity label values an LLDPDU gives.
@@ -107,17 +112,34 @@ impl Table {
     /// Records a frame received on `ifindex` at `now` (`unix`: the same time in seconds since
     /// the Unix epoch). Frames of netdevs not selected are dropped.
     pub fn record(&mut self, ifindex: u32, frame: &[u8], now: Instant, unix: f64) {
+        if !self.ports.contains_key(&ifindex) {
+            return;
+        }
+        match parse_frame(frame) {
+            Ok(du) => self.record_du(ifindex, du, now, unix),
+            Err(err) => {
+                if let Some(port) = self.ports.get_mut(&ifindex)
+                    && port.pending_errors.len() < MAX_PENDING_ERRORS
+                {
+                    port.pending_errors.push(err);
+                }
+            }
+        }
+    }
+
+    /// Records a valid LLDPDU received on `ifindex`.
+    pub fn record_du(&mut self, ifindex: u32, du: Lldpdu, now: Instant, unix: f64) {
         let Some(port) = self.ports.get_mut(&ifindex) else {
             return;
         };
-        match parse_frame(frame) {
-            Ok(du) if du.is_shutdown() => {
+        match du {
+            du if du.is_shutdown() => {
                 port.heard = None;
                 port.departed = true;
                 port.last_seen = Some(unix);
                 port.last_ttl = Some(0);
             }
-            Ok(du) => {
+            du => {
                 let id = identity(&du);
                 if port.identity.as_ref().is_some_and(|old| *old != id) {
                     port.changes += 1;
@@ -128,10 +150,31 @@ impl Table {
                 port.departed = false;
                 port.heard = Some((now, du));
             }
-            Err(err) => {
-                if port.pending_errors.len() < MAX_PENDING_ERRORS {
-                    port.pending_errors.push(err);
-                }
+        }
+    }
+
+    /// Records what lldpd lists now: (interface name, its neighbour's LLDPDU). A selected
+    /// netdev it no longer lists has no neighbour.
+    pub fn record_lldpd(&mut self, listed: Vec<(String, Lldpdu)>, now: Instant, unix: f64) {
+        let by_name: BTreeMap<String, u32> = self
+            .ports
+            .iter()
+            .map(|(i, p)| (p.name.clone(), *i))
+            .collect();
+        let mut seen = BTreeSet::new();
+        for (name, du) in listed {
+            // lldpd lists one entry per neighbour; more than one on a port (a hub, a
+            // misconfigured switch) keeps the first.
+            if let Some(&i) = by_name.get(&name)
+                && seen.insert(i)
+            {
+                self.record_du(i, du, now, unix);
+            }
+        }
+        for (i, port) in &mut self.ports {
+            if !seen.contains(i) && port.heard.is_some() {
+                port.heard = None;
+                port.departed = true;
             }
         }
     }
@@ -153,9 +196,15 @@ impl Table {
     /// that heard nothing is `no_frames`; drains the parse errors not yet reported.
     pub fn view(&mut self, now: Instant, timeout: Duration) -> Vec<(Link, Vec<ParseError>)> {
         let failure = self.failure.clone();
+        let (lldpd, protocol) = if self.lldpd {
+            (true, Protocol::Lldpd)
+        } else {
+            (false, Protocol::Lldp)
+        };
         let mut out = Vec::new();
         for port in self.ports.values_mut() {
             if let Some((at, du)) = &port.heard
+                && !lldpd
                 && now.saturating_duration_since(*at) >= Duration::from_secs(du.ttl.into())
             {
                 port.heard = None;
@@ -163,7 +212,7 @@ impl Table {
             }
             let mut link = Link {
                 netdev: port.name.clone(),
-                protocol: Some(Protocol::Lldp),
+                protocol: Some(protocol),
                 changes: port.changes,
                 last_seen: port.last_seen,
                 ttl: port.last_ttl,
@@ -192,10 +241,20 @@ impl Table {
     }
 }
 
+/// Where the receiver learns neighbours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Its own `AF_PACKET` socket.
+    Socket,
+    /// A running lldpd, through its control socket.
+    Lldpd(PathBuf),
+}
+
 /// The receiver: its table, and the thread that fills it (started by the first
 /// [`Receiver::start`]; it ends when the receiver is dropped).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Receiver {
+    mode: Mode,
     table: Arc<Mutex<Table>>,
     started: Mutex<bool>,
 }
@@ -211,9 +270,22 @@ fn unix_now() -> f64 {
 }
 
 impl Receiver {
-    /// A receiver that has not started.
-    pub fn new() -> Self {
-        Self::default()
+    /// A receiver of `mode` that has not started.
+    pub fn new(mode: Mode) -> Self {
+        let table = Table {
+            lldpd: matches!(mode, Mode::Lldpd(_)),
+            ..Table::default()
+        };
+        Receiver {
+            mode,
+            table: Arc::new(Mutex::new(table)),
+            started: Mutex::new(false),
+        }
+    }
+
+    /// Where it learns neighbours.
+    pub fn mode(&self) -> &Mode {
+        &self.mode
     }
 
     /// The table (tests fill it with [`Table::record`] directly).
@@ -229,9 +301,13 @@ impl Receiver {
         }
         *started = true;
         let weak = Arc::downgrade(&self.table);
+        let mode = self.mode.clone();
         let spawned = std::thread::Builder::new()
             .name("railscope-lldp".to_owned())
-            .spawn(move || receive(&weak));
+            .spawn(move || match &mode {
+                Mode::Socket => receive(&weak),
+                Mode::Lldpd(socket) => poll_lldpd(&weak, socket),
+            });
         if let Err(e) = spawned {
             lock(&self.table).failure = Some(Failure::Other(format!(
                 "cannot start the LLDP receiver: {e}"
@@ -306,5 +382,47 @@ fn receive(table: &Weak<Mutex<Table>>) {
                 std::thread::sleep(RECV_WAIT);
             }
         }
+    }
+}
+
+/// The lldpd thread: asks lldpd every [`lldpd::POLL_EVERY`] until the table is dropped. A
+/// failure is said once when it starts (and once when it ends); `Permission denied` on the
+/// control socket is `no_permission`.
+fn poll_lldpd(table: &Weak<Mutex<Table>>, socket: &std::path::Path) {
+    let mut failing = false;
+    loop {
+        if table.strong_count() == 0 {
+            return;
+        }
+        let result = lldpd::run(socket).and_then(|out| lldpd::parse_json0(&out));
+        let Some(shared) = table.upgrade() else {
+            return;
+        };
+        let mut t = lock(&shared);
+        match result {
+            Ok(listed) => {
+                if failing {
+                    tracing::info!(message = "lldpd answers again.", socket = %socket.display());
+                }
+                failing = false;
+                t.failure = None;
+                t.record_lldpd(listed, Instant::now(), unix_now());
+            }
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(message = "Cannot read lldpd's neighbours.", socket = %socket.display(), %error);
+                }
+                failing = true;
+                t.failure = Some(match &error {
+                    lldpd::Error::Failed { denied: true, .. } => {
+                        Failure::NoPermission(error.to_string())
+                    }
+                    _ => Failure::Other(format!("lldpd at {}: {error}", socket.display())),
+                });
+            }
+        }
+        drop(t);
+        drop(shared);
+        std::thread::sleep(lldpd::POLL_EVERY);
     }
 }
