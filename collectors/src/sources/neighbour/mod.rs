@@ -7,7 +7,9 @@
 //!
 //! * **LLDP** ([`lldp`]) for Ethernet and RoCE netdevs: one `AF_PACKET` socket receives every
 //!   LLDPDU of the agent's network namespace (`--collector.neighbour.lldp=socket`, the
-//!   default; `off` turns it off). Which netdevs: [`NetdevFilter`] (the netdevs behind RDMA
+//!   default), or a running lldpd is read with `lldpcli -f json0` (`lldp=lldpd`; `auto`:
+//!   lldpd where its control socket exists at start; [`lldp::lldpd`]); `off` turns it off.
+//!   Which netdevs: [`NetdevFilter`] (the netdevs behind RDMA
 //!   ports and the physical netdevs by default; `device-include` / `device-exclude`), listed
 //!   again at every collection, so netdevs that come and go are picked up and let go.
 //!   Without `CAP_NET_RAW` each selected netdev has status `no_permission`, logged once.
@@ -16,8 +18,8 @@
 //!   NodeInfo, the far end's PortInfo) through an [`IbProbe`], every `smp-interval` (default
 //!   10 minutes) and at once when the port's state becomes ACTIVE. Ports with another link
 //!   layer (RoCE, iWARP) or without a umad device have status `not_available`, said once, and
-//!   no SMP is sent. **The SMP reader plugs in at [`ib_probe`]** (the seam): until it does, the SMP
-//!   side is off and there are no `smp` series at all.
+//!   no SMP is sent. **The SMP reader plugs in at [`ib_probe`]** (the seam): until it
+//!   does, the SMP side is off and there are no `smp` series at all.
 //!
 //! The labels of a link: `device`/`port` (the RDMA port of the netdev: its GID netdev, a
 //! Soft-RoCE parent; empty when it has none) and `netdev` (empty for an InfiniBand port
