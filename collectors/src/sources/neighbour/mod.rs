@@ -436,7 +436,16 @@ impl NeighbourSource {
         let mut out = Vec::new();
         for dev in fs.read_dir(&class).unwrap_or_default() {
             let dir = class.join(&dev.name);
-            let parent = attr::peek(fs, &dir.join("parent"));
+            // A Soft-RoCE device's parent, else the PCI function's netdev where it has
+            // exactly one (one port per function, as on ConnectX): the netdev of a port
+            // whose GID table is empty (link down) or that has none (InfiniBand: IPoIB).
+            let parent = attr::peek(fs, &dir.join("parent")).or_else(|| {
+                let net = fs.read_dir(&dir.join("device/net")).unwrap_or_default();
+                match net.as_slice() {
+                    [one] => Some(one.name.clone()),
+                    _ => None,
+                }
+            });
             for p in fs.read_dir(&dir.join("ports")).unwrap_or_default() {
                 let Ok(port) = p.name.parse::<u32>() else {
                     continue;

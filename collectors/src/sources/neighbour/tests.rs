@@ -723,3 +723,26 @@ fn a_neighbour_lldpd_no_longer_lists_has_left() {
     // Nothing ever heard: no status before the timeout.
     assert_eq!(v[1].0.status, None);
 }
+
+#[test]
+fn ib_ports_of_a_dgx_without_umad_are_not_available_with_their_ipoib_netdev() {
+    let src = NeighbourSource::new(
+        &roots(sysfs("h100-cx7-ndr-ib")),
+        Arc::new(FaultFs::new()),
+        NetdevFilter::default(),
+        None,
+        T,
+        Some(Arc::new(FakeProbe::default())),
+        DEFAULT_SMP_INTERVAL,
+    );
+    let report = src.read_at(Instant::now());
+    assert_eq!(report.errors, vec![]);
+    let links = report.data.unwrap().links;
+    let first = links.iter().find(|l| l.device == "mlx5_0").unwrap();
+    assert_eq!(
+        (first.port.as_str(), first.netdev.as_str(), first.status),
+        ("1", "ibp24s0", Some(Status::NotAvailable))
+    );
+    assert!(links.iter().all(|l| l.status == Some(Status::NotAvailable)));
+    assert!(links.len() >= 8);
+}
