@@ -212,6 +212,13 @@ fn lldpd_on_the_far_end_of_a_veth() {
     });
     let info = find(&s, "railscope_neighbour_info", &[("netdev", ours)]);
     assert_eq!(info.len(), 1, "{info:#?}");
+    // The receiver joined the LLDP group on the netdev (PACKET_ADD_MEMBERSHIP).
+    let maddr = host.ip(&["maddr", "show", "dev", ours]);
+    assert!(
+        String::from_utf8_lossy(&maddr.stdout).contains("01:80:c2:00:00:0e"),
+        "{}",
+        String::from_utf8_lossy(&maddr.stdout)
+    );
     let l = &info[0].labels;
     assert_eq!(l["protocol"], "lldp");
     assert_eq!((l["device"].as_str(), l["port"].as_str()), ("", ""));

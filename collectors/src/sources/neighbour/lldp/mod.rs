@@ -354,16 +354,17 @@ fn receive(table: &Weak<Mutex<Table>>) {
             .map(|(i, p)| (*i, p.since))
             .collect();
         drop(shared);
+        for gone in joined.difference(&wanted).copied().collect::<Vec<_>>() {
+            // The kernel drops the membership of a netdev that was unregistered itself. Leaves
+            // go first: a netdev that took the ifindex of one that left is joined afresh.
+            let _ = socket.leave(gone.0);
+            joined.remove(&gone);
+        }
         for (ifindex, since) in wanted.difference(&joined).copied().collect::<Vec<_>>() {
             if let Err(error) = socket.join(ifindex) {
                 tracing::debug!(message = "Cannot add the LLDP group to a netdev's filter.", ifindex, %error);
             }
             joined.insert((ifindex, since));
-        }
-        for gone in joined.difference(&wanted).copied().collect::<Vec<_>>() {
-            // The kernel drops the membership of a netdev that was unregistered itself.
-            let _ = socket.leave(gone.0);
-            joined.remove(&gone);
         }
         match socket.recv(&mut buf) {
             Ok(Some(frame)) => {
