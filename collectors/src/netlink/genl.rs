@@ -19,8 +19,8 @@ use std::time::Duration;
 use netlink_sys::protocols::NETLINK_GENERIC;
 
 use super::{
-    DecodeError, Flow, Message, NLM_F_REQUEST, Socket, align4, attributes, c_string, find,
-    message, push_attr,
+    DecodeError, Flow, Message, NLM_F_REQUEST, Socket, align4, attributes, c_string, find, message,
+    push_attr,
 };
 
 /// `GENL_ID_CTRL`: the fixed id of the `nlctrl` family.
@@ -127,7 +127,14 @@ pub const NLA_F_NESTED: u16 = 0x8000;
 /// Encodes `CTRL_CMD_GETFAMILY` for the family named `name`.
 pub fn encode_get_family(name: &str, seq: u32) -> Vec<u8> {
     let attrs = Attrs::new().str(CTRL_ATTR_FAMILY_NAME, name).finish();
-    encode(GENL_ID_CTRL, NLM_F_REQUEST, seq, CTRL_CMD_GETFAMILY, 1, &attrs)
+    encode(
+        GENL_ID_CTRL,
+        NLM_F_REQUEST,
+        seq,
+        CTRL_CMD_GETFAMILY,
+        1,
+        &attrs,
+    )
 }
 
 /// A family as `nlctrl` describes it.
