@@ -158,6 +158,8 @@ registry! {
     Devlink => sources::devlink::DevlinkSource,
     /// The `phy` source's snapshot.
     Phy => sources::phy::PhySource,
+    /// The `neighbour` source's snapshot.
+    Neighbour => sources::neighbour::NeighbourSource,
 }
 
 /// Why a source could not be built.

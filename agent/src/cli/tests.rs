@@ -170,7 +170,8 @@ fn the_example_config_file_is_valid() {
             "kmsg",
             "workload",
             "devlink",
-            "phy"
+            "phy",
+            "neighbour"
         ]
     );
     assert_eq!(

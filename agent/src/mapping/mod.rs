@@ -17,6 +17,7 @@ pub mod gpu;
 pub mod hwmon;
 pub mod infiniband;
 pub mod kmsg;
+pub mod neighbour;
 pub mod netdev;
 pub mod pci;
 pub mod phy;
@@ -125,6 +126,7 @@ pub(crate) fn families(
             Some(SourceData::Gpu(snapshot)) => out.extend(gpu::families(snapshot)),
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
             Some(SourceData::Hwmon(snapshot)) => out.extend(hwmon::families(snapshot)),
+            Some(SourceData::Neighbour(snapshot)) => out.extend(neighbour::families(snapshot)),
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
             Some(SourceData::Kmsg(snapshot)) => out.extend(kmsg::families(snapshot)),

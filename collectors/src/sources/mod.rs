@@ -14,6 +14,7 @@ pub mod host;
 pub mod hwmon;
 pub mod infiniband;
 pub mod kmsg;
+pub mod neighbour;
 pub mod netdev;
 pub mod pci;
 pub mod phy;

@@ -4,6 +4,7 @@
 //! * [`churn`]: veths created and deleted hundreds of times leave nothing behind.
 //! * [`ethtool`]: the veth driver's statistics over SIOCETHTOOL.
 //! * [`netdev_dcb`]: rtnetlink counters, MTU and operstate; DCB on a veth.
+//! * [`lldp`]: the neighbour source's LLDP receiver against the real lldpd on a veth.
 //!
 //! Run this binary with `cargo test -p railscope-tests --test net`, one module of it with
 //! `cargo test -p railscope-tests --test net churn::`, and one test with
@@ -11,4 +12,5 @@
 
 mod churn;
 mod ethtool;
+mod lldp;
 mod netdev_dcb;
