@@ -13,6 +13,7 @@ pub mod host;
 pub mod hwmon;
 pub mod infiniband;
 pub mod kmsg;
+pub mod neighbour;
 pub mod netdev;
 pub mod pci;
 pub mod topology;
