@@ -700,3 +700,38 @@ fn a_missing_device_node_is_not_available_and_no_access_is_no_permission() {
         assert_eq!(err.kind.status(), Some("no_permission"));
     }
 }
+
+#[cfg(target_endian = "little")]
+#[test]
+fn no_bytes_make_the_decoders_panic() {
+    // Every prefix and thousands of byte flips of a real reply, and random packets.
+    let good = fixture!("mqm9700-ndr/port-info.hex");
+    let req = request(Attr::PortInfo, 16, 2);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut decoded = 0;
+    for len in 0..=good.len() {
+        let _ = mad::decode_reply(&good[..len], &req);
+    }
+    for _ in 0..5000 {
+        let mut bytes = good.clone();
+        for _ in 0..(next() % 8) {
+            let at = (next() % bytes.len() as u64) as usize;
+            bytes[at] = next() as u8;
+        }
+        let len = (next() % (bytes.len() as u64 + 1)) as usize;
+        if let Ok(data) = mad::decode_reply(&bytes[..len], &req) {
+            decoded += 1;
+            let port = mad::decode_port_info(&data);
+            let _ = (port.lane_speed(), port.rate_bytes_per_second());
+            let _ = mad::decode_node_info(&data);
+            let _ = mad::decode_node_description(&data);
+        }
+    }
+    assert!(decoded > 0, "some flips leave a usable reply");
+}
