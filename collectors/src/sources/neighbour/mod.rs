@@ -18,14 +18,15 @@
 //!   NodeInfo, the far end's PortInfo) through an [`IbProbe`], every `smp-interval` (default
 //!   10 minutes) and at once when the port's state becomes ACTIVE. Ports with another link
 //!   layer (RoCE, iWARP) or without a umad device have status `not_available`, said once, and
-//!   no SMP is sent. **The SMP reader plugs in at [`ib_probe`]** (the seam): until it
-//!   does, the SMP side is off and there are no `smp` series at all.
+//!   no SMP is sent. The reader is [`smp`] (the kernel's umad ABI, no libibumad), behind the
+//!   [`IbProbe`] seam ([`ib_probe`]) that tests replace with a double.
 //!
 //! The labels of a link: `device`/`port` (the RDMA port of the netdev: its GID netdev, a
 //! Soft-RoCE parent; empty when it has none) and `netdev` (empty for an InfiniBand port
 //! without one).
 
 pub mod lldp;
+pub mod smp;
 #[cfg(test)]
 mod tests;
 pub mod types;
@@ -189,11 +190,61 @@ pub trait IbProbe: Send + Sync + std::fmt::Debug + 'static {
     -> Result<IbNeighbour, IbProbeError>;
 }
 
-/// **The seam for the SMP reader.** The IB probe the built source uses: none until the SMP
-/// reader (`sources::neighbour::smp`, an `impl IbProbe for smp::Prober`) is added; then this
-/// returns it.
+/// The IB probe the built source uses: directed-route SMPs over the port's umad device
+/// ([`smp`]).
 pub fn ib_probe() -> Option<Arc<dyn IbProbe>> {
-    None
+    Some(Arc::new(SmpProbe))
+}
+
+/// The [`IbProbe`] of the kernel's umad ABI ([`smp::query_umad`]): one query of three SMPs,
+/// each waiting at most [`smp::DEFAULT_SMP_TIMEOUT`], all within the caller's `timeout`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SmpProbe;
+
+impl IbProbe for SmpProbe {
+    fn query(
+        &self,
+        umad: &Path,
+        port: u32,
+        timeout: Duration,
+    ) -> Result<IbNeighbour, IbProbeError> {
+        let deadline = std::time::Instant::now() + timeout;
+        let smp_timeout = smp::DEFAULT_SMP_TIMEOUT.min(timeout);
+        match smp::query_umad(umad, port, smp_timeout, deadline) {
+            Ok(n) => Ok(ib_neighbour(&n)),
+            Err(err) => Err(probe_error(&err)),
+        }
+    }
+}
+
+/// The seam's view of what the SMPs learned.
+fn ib_neighbour(n: &smp::Neighbour) -> IbNeighbour {
+    IbNeighbour {
+        node_description: n.description.clone(),
+        node_guid: n.node.node_guid,
+        node_type: match n.node.node_type {
+            smp::mad::NodeType::ChannelAdapter => 1,
+            smp::mad::NodeType::Switch => 2,
+            smp::mad::NodeType::Router => 3,
+            smp::mad::NodeType::Other(v) => v,
+        },
+        local_port: n.node.local_port_num,
+        width_lanes: n.link_width_lanes(),
+        lane_gbps: n.port.lane_speed().map(|s| s.deci_gbps() as f64 / 10.0),
+    }
+}
+
+/// The seam's view of a failed query.
+fn probe_error(err: &smp::SmpError) -> IbProbeError {
+    match err.kind {
+        smp::ErrorKind::NotAvailable => IbProbeError::NotAvailable(err.to_string()),
+        smp::ErrorKind::NoPermission => IbProbeError::Permission(err.to_string()),
+        smp::ErrorKind::Refused => IbProbeError::Refused {
+            status: err.mad_status.unwrap_or(0),
+        },
+        smp::ErrorKind::Timeout => IbProbeError::Timeout,
+        smp::ErrorKind::Failed => IbProbeError::Failed(err.to_string()),
+    }
 }
 
 /// LinkWidthActive/Enabled bits of PortInfo to lanes (IBA 14.2.5.6: 1 = 1x, 2 = 4x, 4 = 8x,
