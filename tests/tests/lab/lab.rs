@@ -274,6 +274,7 @@ fn railscope_on_a_real_kernel_rdma_stack() {
     traffic_counters(&out, idle, traffic);
     netlink_equals_sysfs(traffic);
     netdevsim(&out, &steps);
+    no_smps_on_roce_and_iwarp(&out, &steps);
     doctor_in_the_guest(&out);
 
     if full {
@@ -349,7 +350,16 @@ fn devices_and_ports(s: &Step) {
         .collect();
     for agent in s.scrapes.keys() {
         let agent = agent.as_str();
-        for collector in ["infiniband", "netdev", "ethtool", "dcb", "host"] {
+        for collector in [
+            "infiniband",
+            "netdev",
+            "ethtool",
+            "dcb",
+            "host",
+            "phy",
+            "devlink",
+            "neighbour",
+        ] {
             assert_eq!(
                 s.value(
                     agent,
@@ -761,10 +771,16 @@ fn device_deleted(before: &Step, deleted: &Step, after: &Step) {
 fn unprivileged(out: &Path, steps: &[Step]) {
     for s in steps {
         // Nothing railscope reads here needs root (the uverbs nodes are 0666, RDMA netlink
-        // STAT_GET and PORT_GET need no capability): the very same series.
+        // STAT_GET and PORT_GET, ethtool netlink FEC_GET and LINKSTATE_GET and devlink's GETs
+        // need no capability): the very same series, but for LLDP, which needs CAP_NET_RAW
+        // (the LLDP status of the unprivileged agent is no_permission).
         let keys = |agent| -> BTreeSet<String> {
             s.samples(agent)
                 .iter()
+                .filter(|x| {
+                    !(x.name.starts_with("railscope_neighbour_")
+                        && x.labels.get("protocol").map(String::as_str) == Some("lldp"))
+                })
                 .map(|x| format!("{}{:?}", x.name, x.labels))
                 .collect()
         };
@@ -790,7 +806,16 @@ fn unprivileged(out: &Path, steps: &[Step]) {
                 }
             }
         }
-        for collector in ["infiniband", "netdev", "ethtool", "dcb", "host"] {
+        for collector in [
+            "infiniband",
+            "netdev",
+            "ethtool",
+            "dcb",
+            "host",
+            "phy",
+            "devlink",
+            "neighbour",
+        ] {
             assert_eq!(
                 s.errors(NOBODY, collector),
                 s.errors(ROOT, collector),
@@ -986,6 +1011,47 @@ fn netdevsim(out: &Path, steps: &[Step]) {
         broken.contains("Input/output error"),
         "ethtool --show-fec fails while get_err is 5:\n{broken}"
     );
+}
+
+/// rxe (RoCE) and siw (iWARP) ports have no QP0: the neighbour collector sends them no SMP
+/// and says so once per port (`not_available`), in every step, without an error.
+fn no_smps_on_roce_and_iwarp(out: &Path, steps: &[Step]) {
+    for s in steps {
+        for (device, _, _, _) in DEVICES {
+            if s.sysfs["devices"].get(*device).is_none() {
+                continue;
+            }
+            for agent in [ROOT, DERIVE, SYSFS] {
+                assert_eq!(
+                    s.value(
+                        agent,
+                        "railscope_neighbour_status",
+                        &[
+                            ("device", device),
+                            ("port", "1"),
+                            ("protocol", "smp"),
+                            ("status", "not_available")
+                        ]
+                    ),
+                    1.0,
+                    "{} ({agent}): {device} has no SMPs",
+                    s.name
+                );
+                assert_eq!(s.errors(agent, "neighbour"), 0.0, "{} ({agent})", s.name);
+            }
+        }
+    }
+    let log = std::fs::read_to_string(out.join("agent-root.log")).unwrap();
+    for (device, _, _, _) in DEVICES {
+        let said = log
+            .lines()
+            .filter(|l| {
+                l.contains("No SMPs to this port's neighbour.")
+                    && l.contains(&format!("device={device} "))
+            })
+            .count();
+        assert_eq!(said, 1, "said once for {device}:\n{log}");
+    }
 }
 
 /// The index `ibv_devinfo -v` shows for `device`'s IPv4 RoCE v2 GID (`::ffff:a.b.c.d, RoCE v2`).
