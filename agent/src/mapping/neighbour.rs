@@ -5,8 +5,10 @@
 //! `lldp`, `lldpd`). `railscope_neighbour_info` adds the neighbour's identity: `neighbour`
 //! (LLDP System Name / IB NodeDescription), `neighbour_id` (LLDP Chassis ID / IB NodeGUID),
 //! `neighbour_port` (LLDP Port ID / IB LocalPortNum) and `neighbour_port_description` (LLDP
-//! Port Description); one series per link at most. `railscope_neighbour_status` is a
-//! state-set: one series per status, 1 for the current one, none while nothing is known yet.
+//! Port Description); one series per link at most. `railscope_neighbour_status` is one
+//! series per link, labelled with the current status (value 1), none while nothing is known
+//! yet: a port without SMPs costs one series, not one per status. A link where the protocol
+//! is not available has no change counter either.
 
 use railscope_collectors::sources::neighbour::{Link, Snapshot, Status};
 
@@ -38,7 +40,7 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
     );
     let mut status = Family::gauge(
         "railscope_neighbour_status",
-        "What is known of the link's far end, one series per status, 1 for the current: ok, no_frames (LLDP: nothing heard within the LLDP timeout, or the neighbour left), not_available (no SMPs possible on the port), refused (SMP answered with an error status), no_permission (no CAP_NET_RAW / no umad access), timeout.",
+        "What is known of the link's far end: one series, the current status as its label (value 1): ok, no_frames (LLDP: nothing heard within the LLDP timeout, or the neighbour left), not_available (no SMPs possible on the port), refused (SMP answered with an error status), no_permission (no CAP_NET_RAW / no umad access), timeout.",
     );
     let mut changes = Family::counter(
         "railscope_neighbour_changes",
@@ -84,14 +86,11 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
             info.push(l, 1u64);
         }
         if let Some(current) = link.status {
-            for s in Status::ALL {
-                status.push(
-                    labels_and(link, "status", s.as_str().to_owned()),
-                    u64::from(s == current),
-                );
-            }
+            status.push(labels_and(link, "status", current.as_str().to_owned()), 1u64);
         }
-        changes.push(labels(link), link.changes);
+        if link.status != Some(Status::NotAvailable) {
+            changes.push(labels(link), link.changes);
+        }
         if let Some(t) = link.last_seen {
             last_seen.push(labels(link), t);
         }
@@ -189,11 +188,11 @@ mod tests {
         assert_eq!(info.len(), 1);
         assert!(info[0].0.contains(&("neighbour".into(), "leaf-07".into())));
         let status = sample_values(&f, "railscope_neighbour_status");
-        assert_eq!(status.len(), 12);
-        let ones: Vec<_> = status.iter().filter(|(_, v)| *v == 1.0).collect();
-        assert_eq!(ones.len(), 2);
+        assert_eq!(status.len(), 2, "one series per link: {status:?}");
+        assert!(status.iter().all(|(_, v)| *v == 1.0));
+        assert!(status[0].0.contains(&("status".into(), "ok".into())));
         assert!(
-            ones[1]
+            status[1]
                 .0
                 .contains(&("status".into(), "not_available".into()))
         );
@@ -208,7 +207,10 @@ mod tests {
             sample_values(&f, "railscope_neighbour_max_frame_size_bytes")[0].1,
             9216.0
         );
-        assert_eq!(sample_values(&f, "railscope_neighbour_changes")[0].1, 2.0);
+        // The port without SMPs has no change counter.
+        let changes = sample_values(&f, "railscope_neighbour_changes");
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].1, 2.0);
         assert!(sample_values(&f, "railscope_neighbour_rate_bytes_per_second").is_empty());
     }
 }
