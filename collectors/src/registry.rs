@@ -146,6 +146,8 @@ registry! {
     Pci => sources::pci::PciSource,
     /// The `hwmon` source's snapshot.
     Hwmon => sources::hwmon::HwmonSource,
+    /// The `transceiver` source's snapshot.
+    Transceiver => sources::transceiver::TransceiverSource,
     /// The `topology` source's snapshot.
     Topology => sources::topology::TopologySource,
     /// The `host` source's snapshot.

@@ -19,4 +19,5 @@ pub mod netdev;
 pub mod pci;
 pub mod phy;
 pub mod topology;
+pub mod transceiver;
 pub mod workload;
