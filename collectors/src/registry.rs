@@ -146,8 +146,6 @@ registry! {
     Pci => sources::pci::PciSource,
     /// The `hwmon` source's snapshot.
     Hwmon => sources::hwmon::HwmonSource,
-    /// The `transceiver` source's snapshot.
-    Transceiver => sources::transceiver::TransceiverSource,
     /// The `topology` source's snapshot.
     Topology => sources::topology::TopologySource,
     /// The `host` source's snapshot.
@@ -162,6 +160,8 @@ registry! {
     Phy => sources::phy::PhySource,
     /// The `neighbour` source's snapshot.
     Neighbour => sources::neighbour::NeighbourSource,
+    /// The `transceiver` source's snapshot.
+    Transceiver => sources::transceiver::TransceiverSource,
 }
 
 /// Why a source could not be built.

@@ -171,7 +171,8 @@ fn the_example_config_file_is_valid() {
             "workload",
             "devlink",
             "phy",
-            "neighbour"
+            "neighbour",
+            "transceiver"
         ]
     );
     assert_eq!(

@@ -21,6 +21,7 @@ pub mod neighbour;
 pub mod netdev;
 pub mod pci;
 pub mod phy;
+pub mod transceiver;
 pub mod workload;
 
 use std::collections::BTreeSet;
@@ -127,6 +128,7 @@ pub(crate) fn families(
             Some(SourceData::Pci(snapshot)) => out.extend(pci::pci_families(snapshot)),
             Some(SourceData::Hwmon(snapshot)) => out.extend(hwmon::families(snapshot)),
             Some(SourceData::Neighbour(snapshot)) => out.extend(neighbour::families(snapshot)),
+            Some(SourceData::Transceiver(snapshot)) => out.extend(transceiver::families(snapshot)),
             Some(SourceData::Topology(snapshot)) => out.extend(pci::topology_families(snapshot)),
             Some(SourceData::Host(snapshot)) => out.extend(pci::host_families(snapshot)),
             Some(SourceData::Kmsg(snapshot)) => out.extend(kmsg::families(snapshot)),

@@ -14,8 +14,9 @@ use super::*;
 use crate::fs::{RealFs, Roots};
 use crate::netdevs::NetdevFilter;
 
-const SFP: &str =
-    include_str!("../../../../tests/fixtures/transceiver/sff8472-finisar-ftlx8571d3bcl/ethtool-m-hex.txt");
+const SFP: &str = include_str!(
+    "../../../../tests/fixtures/transceiver/sff8472-finisar-ftlx8571d3bcl/ethtool-m-hex.txt"
+);
 const QSFP28: &str =
     include_str!("../../../../tests/fixtures/transceiver/sff8636-qsfp28-sr4/ethtool-m-hex.txt");
 const CMIS: &str =
@@ -52,7 +53,10 @@ fn an_sfp_decodes_as_ethtool_prints_it() {
     assert_eq!(id.revision, "A");
     assert_eq!(id.serial, "AQ70P4U");
     assert_eq!(id.date_code, "130823");
-    assert_eq!((id.connector.as_str(), id.media.as_str()), ("lc", "optical"));
+    assert_eq!(
+        (id.connector.as_str(), id.media.as_str()),
+        ("lc", "optical")
+    );
     assert_eq!(info.monitoring.rx_power_type, RxPowerType::Average);
     assert_eq!(info.reads, 2, "A0h and A2h, one read each");
     let d = eeprom::diagnostics(&mut capture, &info).unwrap();
@@ -79,7 +83,10 @@ fn an_sfp_decodes_as_ethtool_prints_it() {
     assert_eq!(flag(&d, 1, LaneFlag::RxPowerHighAlarm), Some(false));
     assert_eq!(flag(&d, 1, LaneFlag::RxLos), Some(true));
     assert_eq!(flag(&d, 1, LaneFlag::TxFault), Some(false));
-    assert_eq!(module_flag(&d, ModuleFlag::TemperatureHighAlarm), Some(false));
+    assert_eq!(
+        module_flag(&d, ModuleFlag::TemperatureHighAlarm),
+        Some(false)
+    );
     assert_eq!(d.state, None);
 }
 
@@ -107,7 +114,11 @@ fn a_qsfp28_decodes_its_four_lanes_and_page_3() {
     assert!(near(d.lanes[0].tx_power, 0.7943e-3, 0.00005e-3));
     let rx_th = info.thresholds.rx_power.unwrap();
     assert!(near(Some(rx_th.high_alarm), 2.7542e-3, 1e-9));
-    assert!(near(Some(info.thresholds.tx_bias.unwrap().high_warning), 8.5e-3, 1e-9));
+    assert!(near(
+        Some(info.thresholds.tx_bias.unwrap().high_warning),
+        8.5e-3,
+        1e-9
+    ));
     assert_eq!(flag(&d, 2, LaneFlag::RxLos), Some(true));
     assert_eq!(flag(&d, 1, LaneFlag::RxLos), Some(false));
     assert_eq!(flag(&d, 2, LaneFlag::RxPowerLowAlarm), Some(true));
@@ -116,7 +127,11 @@ fn a_qsfp28_decodes_its_four_lanes_and_page_3() {
     assert_eq!(flag(&d, 1, LaneFlag::RxPowerLowAlarm), Some(false));
     assert_eq!(flag(&d, 3, LaneFlag::TxLol), Some(false));
     assert_eq!(module_flag(&d, ModuleFlag::VoltageLowAlarm), Some(false));
-    assert_eq!(module_flag(&d, ModuleFlag::ModuleFault), None, "SFF-8636 has none");
+    assert_eq!(
+        module_flag(&d, ModuleFlag::ModuleFault),
+        None,
+        "SFF-8636 has none"
+    );
 }
 
 #[test]
@@ -142,13 +157,23 @@ fn a_cmis_module_decodes_page_11h_with_the_bias_multiplier() {
     // 4100 × 2 µA × 2 = 16.4 mA
     assert!(near(d.lanes[0].tx_bias, 16.4e-3, 1e-9));
     assert!(near(d.lanes[1].rx_power, 1.1482e-3, 1e-9));
-    assert!(near(Some(info.thresholds.tx_bias.unwrap().high_alarm), 30e-3, 1e-9));
+    assert!(near(
+        Some(info.thresholds.tx_bias.unwrap().high_alarm),
+        30e-3,
+        1e-9
+    ));
     assert_eq!(flag(&d, 5, LaneFlag::RxLos), Some(true));
     assert_eq!(flag(&d, 4, LaneFlag::RxLos), Some(false));
     assert_eq!(flag(&d, 8, LaneFlag::RxPowerLowAlarm), Some(true));
     assert_eq!(flag(&d, 1, LaneFlag::TxFault), Some(false));
-    assert_eq!(module_flag(&d, ModuleFlag::TemperatureHighWarning), Some(true));
-    assert_eq!(module_flag(&d, ModuleFlag::TemperatureHighAlarm), Some(false));
+    assert_eq!(
+        module_flag(&d, ModuleFlag::TemperatureHighWarning),
+        Some(true)
+    );
+    assert_eq!(
+        module_flag(&d, ModuleFlag::TemperatureHighAlarm),
+        Some(false)
+    );
     assert_eq!(module_flag(&d, ModuleFlag::ModuleFault), Some(false));
 }
 
@@ -156,10 +181,24 @@ fn a_cmis_module_decodes_page_11h_with_the_bias_multiplier() {
 fn sfp_bytes() -> Vec<u8> {
     let capture = Capture::parse(SFP).unwrap();
     let mut reader = capture;
-    let mut out = reader.read(PageRequest::lower(0x50, 0, 128).unwrap()).unwrap();
-    out.extend(reader.read(PageRequest::upper(0, 0, 128, 128).unwrap()).unwrap());
-    out.extend(reader.read(PageRequest::lower(0x51, 0, 128).unwrap()).unwrap());
-    out.extend(reader.read(PageRequest::new(0x51, 0, 0, 128, 128).unwrap()).unwrap());
+    let mut out = reader
+        .read(PageRequest::lower(0x50, 0, 128).unwrap())
+        .unwrap();
+    out.extend(
+        reader
+            .read(PageRequest::upper(0, 0, 128, 128).unwrap())
+            .unwrap(),
+    );
+    out.extend(
+        reader
+            .read(PageRequest::lower(0x51, 0, 128).unwrap())
+            .unwrap(),
+    );
+    out.extend(
+        reader
+            .read(PageRequest::new(0x51, 0, 0, 128, 128).unwrap())
+            .unwrap(),
+    );
     out
 }
 
@@ -170,7 +209,13 @@ fn a_module_without_ddm_reports_identity_and_reads_no_diagnostics() {
     let mut capture = Capture::from_raw(&bytes);
     let info = eeprom::identify(&mut capture).unwrap();
     assert!(!info.monitoring.ddm);
-    assert!(info.monitoring.no_ddm_reason.as_deref().unwrap().contains("byte 92"));
+    assert!(
+        info.monitoring
+            .no_ddm_reason
+            .as_deref()
+            .unwrap()
+            .contains("byte 92")
+    );
     assert_eq!(info.thresholds, eeprom::Thresholds::default());
     assert_eq!(info.reads, 1, "A2h is not read");
     let d = eeprom::diagnostics(&mut capture, &info).unwrap();
@@ -178,7 +223,12 @@ fn a_module_without_ddm_reports_identity_and_reads_no_diagnostics() {
     // An address change is not done: refused with the reason.
     bytes[92] = 0x44;
     let info = eeprom::identify(&mut Capture::from_raw(&bytes)).unwrap();
-    assert!(info.monitoring.no_ddm_reason.unwrap().contains("address change"));
+    assert!(
+        info.monitoring
+            .no_ddm_reason
+            .unwrap()
+            .contains("address change")
+    );
 }
 
 #[test]
@@ -206,10 +256,16 @@ fn truncated_and_garbage_pages_are_errors_that_name_the_read() {
         }
     }
     let err = eeprom::identify(&mut Short).unwrap_err();
-    assert!(matches!(err, Error::Read(ReadError::Length { got: 4, .. })), "{err}");
+    assert!(
+        matches!(err, Error::Read(ReadError::Length { got: 4, .. })),
+        "{err}"
+    );
     // Upper page 00h's identifier disagreeing with the lower page's.
     let mut capture = Capture::parse(&QSFP28.replace("0x0080:\t\t11", "0x0080:\t\t0d")).unwrap();
-    assert!(matches!(eeprom::identify(&mut capture), Err(Error::Inconsistent(_))));
+    assert!(matches!(
+        eeprom::identify(&mut capture),
+        Err(Error::Inconsistent(_))
+    ));
 }
 
 // ---- the source ----
@@ -396,9 +452,16 @@ fn a_removed_module_is_down_without_identity_and_counts_an_error() {
     let modules = r.data.unwrap().modules;
     let (eth0, eth1) = (&modules[0], &modules[1]);
     assert!(!eth0.up);
-    assert_eq!((eth0.info.is_none(), eth0.diagnostics.is_none()), (true, true));
+    assert_eq!(
+        (eth0.info.is_none(), eth0.diagnostics.is_none()),
+        (true, true)
+    );
     assert_eq!(eth0.read_errors, 1);
-    assert_eq!(eth0.last_read, Some(1_700_000_000.0), "the last good read stays");
+    assert_eq!(
+        eth0.last_read,
+        Some(1_700_000_000.0),
+        "the last good read stays"
+    );
     assert!(eth1.up, "the other netdev is untouched");
     // Plugged back in: identified afresh.
     b.fake.set("eth0", Behaviour::Bytes(sfp_bytes()));
@@ -494,7 +557,9 @@ fn a_live_veth_has_no_module_and_no_error() {
         .live_namespace_only(),
     );
     let report = source.read();
-    let _ = std::process::Command::new("ip").args(["link", "del", &a]).status();
+    let _ = std::process::Command::new("ip")
+        .args(["link", "del", &a])
+        .status();
     assert_eq!(report.errors, vec![]);
     assert_eq!(report.data.unwrap().modules, vec![]);
     assert!(report.absent.unwrap().contains("1 answered EOPNOTSUPP"));

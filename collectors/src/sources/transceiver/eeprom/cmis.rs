@@ -149,7 +149,7 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
     };
     let p2 = read(reader, PageRequest::upper(2, 0, 128, 72))?;
     let at2 = |offset: usize| p2.get(offset - 128..).unwrap_or_default();
-    let bias = f64::from(multiplier) * 2e-6;
+    let bias = 2.0 * f64::from(multiplier);
     let thresholds = Thresholds {
         temperature: monitoring
             .temperature
@@ -165,7 +165,7 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
             .flatten(),
         tx_bias: monitoring
             .tx_bias
-            .then(|| Levels::decode(at2(184), |r| f64::from(r) * bias))
+            .then(|| Levels::decode(at2(184), |r| f64::from(r) * bias / 1e6))
             .flatten(),
         rx_power: monitoring
             .rx_power
@@ -213,7 +213,7 @@ pub fn diagnostics(reader: &mut dyn PageReader, info: &ModuleInfo) -> Result<Dia
         return Ok(d);
     }
     let (tx_adv, rx_adv) = m.cmis_flags;
-    let bias = f64::from(m.tx_bias_multiplier) * 2e-6;
+    let bias = 2.0 * f64::from(m.tx_bias_multiplier);
     let (start, len) = PAGE_11H;
     for bank in 0..m.banks {
         let p = read(reader, PageRequest::upper(0x11, bank, start, len))?;
@@ -225,7 +225,7 @@ pub fn diagnostics(reader: &mut dyn PageReader, info: &ModuleInfo) -> Result<Dia
             d.lanes.push(Lane {
                 lane,
                 tx_power: m.tx_power.then(|| watts(w(154 + 2 * n))),
-                tx_bias: m.tx_bias.then(|| f64::from(w(170 + 2 * n)) * bias),
+                tx_bias: m.tx_bias.then(|| f64::from(w(170 + 2 * n)) * bias / 1e6),
                 rx_power: m.rx_power.then(|| watts(w(186 + 2 * n))),
             });
             let signals = [

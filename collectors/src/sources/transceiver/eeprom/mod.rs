@@ -740,17 +740,17 @@ pub fn celsius(raw: i16) -> f64 {
 
 /// Volts of a 100 µV value.
 pub fn volts(raw: u16) -> f64 {
-    f64::from(raw) * 100e-6
+    f64::from(raw) / 1e4
 }
 
 /// Watts of a 0.1 µW value.
 pub fn watts(raw: u16) -> f64 {
-    f64::from(raw) * 1e-7
+    f64::from(raw) / 1e7
 }
 
 /// Amperes of a 2 µA value.
 pub fn amperes(raw: u16) -> f64 {
-    f64::from(raw) * 2e-6
+    f64::from(raw) * 2.0 / 1e6
 }
 
 /// `bit` of `byte` as a flag.
