@@ -174,7 +174,7 @@ impl State {
 
 /// What reading one netdev found.
 enum Read {
-    Module(Module),
+    Module(Box<Module>),
     /// Not in the agent's network namespace, or gone.
     Elsewhere,
     /// No module EEPROM support.
@@ -274,7 +274,7 @@ impl TransceiverSource {
             .is_some_and(|at| now.saturating_duration_since(at) < self.interval);
         if fresh {
             return match state.module(netdev) {
-                Some(module) => Read::Module(module),
+                Some(module) => Read::Module(Box::new(module)),
                 None => Read::Unsupported,
             };
         }
@@ -319,7 +319,7 @@ impl TransceiverSource {
         lock(&self.states).insert(netdev.to_owned(), state);
         match (read, module) {
             (Some(read), _) => read,
-            (None, Some(module)) => Read::Module(module),
+            (None, Some(module)) => Read::Module(Box::new(module)),
             (None, None) => Read::Unsupported,
         }
     }
@@ -373,7 +373,7 @@ impl TransceiverSource {
             };
             errors.append(&mut unit_errors);
             match read {
-                Read::Module(module) => modules.push(module),
+                Read::Module(module) => modules.push(*module),
                 Read::Elsewhere => elsewhere += 1,
                 Read::Unsupported => unsupported += 1,
             }

@@ -143,7 +143,7 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
 /// `first + 1`.
 fn quad(lower: &[u8], first: usize, lane: usize) -> [bool; 4] {
     let byte = lower.get(first + lane / 2).copied().unwrap_or(0);
-    let hi = if lane % 2 == 0 { 7 } else { 3 };
+    let hi = if lane.is_multiple_of(2) { 7 } else { 3 };
     [
         bit(byte, hi),
         bit(byte, hi - 1),
