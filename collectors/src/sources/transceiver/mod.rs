@@ -22,7 +22,8 @@
 //! commit d1c94bc5b90c answered a failed MCIA read with success and no data).
 //!
 //! **Failure semantics.** `EOPNOTSUPP` (a netdev without module EEPROM ops: veth,
-//! netdevsim, IPoIB) is no series and no error. `ENODEV` (the netdev went away) is skipped
+//! netdevsim, IPoIB) is no series and no error. `EPERM` (the agent lacks `CAP_NET_ADMIN`,
+//! which this command needs) is no series and one error per netdev and interval. `ENODEV` (the netdev went away) is skipped
 //! quietly. Any other failure (no module in the cage, a read error, a truncated or
 //! inconsistent page) counts in `read_errors`, is a [`CollectError`] for that netdev alone,
 //! and makes the module `up = false` with no identity, threshold or diagnostics series
@@ -294,6 +295,17 @@ impl TransceiverSource {
                 None
             }
             Err(err) if err.errno() == Some(libc::EOPNOTSUPP) => {
+                state = State {
+                    attempted: Some(now),
+                    unsupported: true,
+                    ..State::default()
+                };
+                Some(Read::Unsupported)
+            }
+            Err(err) if err.errno() == Some(libc::EPERM) => {
+                // Not the module's failure: no `up 0` for every cage of a node where the
+                // agent lacks CAP_NET_ADMIN, but an error each interval that says so.
+                errors.push(collect_error(netdev, &err));
                 state = State {
                     attempted: Some(now),
                     unsupported: true,

@@ -508,6 +508,23 @@ fn a_netdev_without_module_eeprom_support_is_no_series_and_no_error() {
 }
 
 #[test]
+fn without_cap_net_admin_there_is_an_error_but_no_module_down() {
+    let b = bench(&["eth0"], Duration::from_secs(60));
+    b.fake.set("eth0", Behaviour::Errno(libc::EPERM));
+    let r = b.source.read();
+    assert_eq!(r.errors.len(), 1);
+    assert!(
+        r.errors[0].detail.contains("CAP_NET_ADMIN"),
+        "{}",
+        r.errors[0].detail
+    );
+    assert_eq!(r.data.unwrap().modules, vec![]);
+    // Once per interval.
+    b.clock.advance(Duration::from_secs(10));
+    assert_eq!(b.source.read().errors.len(), 0);
+}
+
+#[test]
 fn a_bad_interval_stops_the_build_naming_the_option() {
     let roots = Roots::default();
     let mut options = crate::source::OptionValues::new();
