@@ -23,6 +23,10 @@ use std::collections::BTreeMap;
 
 use super::eeprom::{HALF_PAGE, I2C_HIGH, I2C_LOW, PageReader, PageRequest, ReadError};
 
+/// The largest flat dump read: the legacy layout reaches page 0xFF's upper half at
+/// `0x80 × 0x100 + 0x80`.
+const MAX_FLAT: usize = 0x8080;
+
 /// Which page a block of a capture holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
@@ -118,6 +122,11 @@ impl Capture {
             let offset = offset as usize;
             match current {
                 None => {
+                    if offset + bytes.len() > MAX_FLAT {
+                        return Err(err(format!(
+                            "offset {offset:#x} is past the {MAX_FLAT:#x} bytes a flat dump can hold"
+                        )));
+                    }
                     if flat.len() < offset + bytes.len() {
                         flat.resize(offset + bytes.len(), None);
                     }
@@ -314,5 +323,7 @@ mod tests {
         let err = Capture::parse("Offset\t\tValues\n0x0000:\t\t03 zz\n").unwrap_err();
         assert_eq!(err.line, 2);
         assert!(Capture::parse("nothing here\n").is_err());
+        // An offset no module has is refused, not allocated.
+        assert!(Capture::parse("0xffffffff:\t\t03\n").is_err());
     }
 }

@@ -581,3 +581,35 @@ fn a_live_veth_has_no_module_and_no_error() {
     assert_eq!(report.data.unwrap().modules, vec![]);
     assert!(report.absent.unwrap().contains("1 answered EOPNOTSUPP"));
 }
+
+mod never_panic {
+    use proptest::prelude::*;
+
+    use super::super::eeprom;
+    use super::super::hexdump::Capture;
+
+    proptest! {
+        /// Any bytes, under any of the identifiers decoded: an answer or an error, never a
+        /// panic (offsets computed from module bytes stay in range).
+        #[test]
+        fn decoders_survive_any_module_bytes(
+            id in prop::sample::select(vec![0x03u8, 0x0C, 0x0D, 0x11, 0x18, 0x19, 0x1E]),
+            mut bytes in prop::collection::vec(any::<u8>(), 0..700),
+        ) {
+            if let Some(first) = bytes.first_mut() {
+                *first = id;
+            }
+            let mut capture = Capture::from_raw(&bytes);
+            if let Ok(info) = eeprom::identify(&mut capture) {
+                let _ = eeprom::diagnostics(&mut capture, &info);
+                let _ = eeprom::serial(&mut capture, info.identity.spec);
+            }
+        }
+
+        /// Any text: parsed or refused with its line.
+        #[test]
+        fn the_capture_parser_survives_any_text(text in "(0x[0-9a-f]{0,5}:?[ \t0-9a-fz]{0,60}\n|# page [0-9x]{0,4}\n|\\$ ethtool -m e page [0-9]{1,3} bank [0-9]{1,3}\n){0,20}") {
+            let _ = Capture::parse(&text);
+        }
+    }
+}
