@@ -86,7 +86,10 @@ pub(crate) fn families(snapshot: &Snapshot) -> Vec<Family> {
             info.push(l, 1u64);
         }
         if let Some(current) = link.status {
-            status.push(labels_and(link, "status", current.as_str().to_owned()), 1u64);
+            status.push(
+                labels_and(link, "status", current.as_str().to_owned()),
+                1u64,
+            );
         }
         if link.status != Some(Status::NotAvailable) {
             changes.push(labels(link), link.changes);

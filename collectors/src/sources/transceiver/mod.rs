@@ -23,7 +23,11 @@
 //!
 //! **Failure semantics.** `EOPNOTSUPP` (a netdev without module EEPROM ops: veth,
 //! netdevsim, IPoIB) is no series and no error. `EPERM` (the agent lacks `CAP_NET_ADMIN`,
-//! which this command needs) is no series and one error per netdev and interval. `ENODEV` (the netdev went away) is skipped
+//! which this command needs: `GENL_UNS_ADMIN_PERM` in `net/ethtool/netlink.c`, checked
+//! before any driver is asked) is no series and no error either: the source reports itself
+//! absent with that reason, which the agent logs once, as the `kmsg` source does without
+//! `CAP_SYSLOG`. A missing privilege is the deployment's choice (the opt-in drop-in and
+//! component grant it), not a fault of the node. `ENODEV` (the netdev went away) is skipped
 //! quietly. Any other failure (no module in the cage, a read error, a truncated or
 //! inconsistent page) counts in `read_errors`, is a [`CollectError`] for that netdev alone,
 //! and makes the module `up = false` with no identity, threshold or diagnostics series
@@ -153,6 +157,8 @@ struct State {
     attempted: Option<Instant>,
     /// The netdev has no module EEPROM ops.
     unsupported: bool,
+    /// The last read answered `EPERM` (no `CAP_NET_ADMIN`).
+    denied: bool,
     up: bool,
     info: Option<ModuleInfo>,
     diagnostics: Option<Diagnostics>,
@@ -180,6 +186,8 @@ enum Read {
     Elsewhere,
     /// No module EEPROM support.
     Unsupported,
+    /// `EPERM`: the agent lacks `CAP_NET_ADMIN`.
+    Denied,
 }
 
 /// Reads the transceiver modules of the selected netdevs.
@@ -276,6 +284,7 @@ impl TransceiverSource {
         if fresh {
             return match state.module(netdev) {
                 Some(module) => Read::Module(Box::new(module)),
+                None if state.denied => Read::Denied,
                 None => Read::Unsupported,
             };
         }
@@ -304,14 +313,14 @@ impl TransceiverSource {
             }
             Err(err) if err.errno() == Some(libc::EPERM) => {
                 // Not the module's failure: no `up 0` for every cage of a node where the
-                // agent lacks CAP_NET_ADMIN, but an error each interval that says so.
-                errors.push(collect_error(netdev, &err));
+                // agent lacks CAP_NET_ADMIN, and no error: the source says it is absent.
                 state = State {
                     attempted: Some(now),
                     unsupported: true,
+                    denied: true,
                     ..State::default()
                 };
-                Some(Read::Unsupported)
+                Some(Read::Denied)
             }
             Err(err) if err.errno() == Some(libc::ENODEV) => {
                 lock(&self.states).remove(netdev);
@@ -378,7 +387,7 @@ impl TransceiverSource {
             (read, errors)
         });
         let mut modules = Vec::new();
-        let (mut elsewhere, mut unsupported) = (0, 0);
+        let (mut elsewhere, mut unsupported, mut denied) = (0, 0, 0);
         for (_, unit) in units {
             let Some((read, mut unit_errors)) = unit.done() else {
                 continue; // late: its timeout is the run's error
@@ -388,9 +397,15 @@ impl TransceiverSource {
                 Read::Module(module) => modules.push(*module),
                 Read::Elsewhere => elsewhere += 1,
                 Read::Unsupported => unsupported += 1,
+                Read::Denied => denied += 1,
             }
         }
         let absent = (modules.is_empty() && errors.is_empty() && count > 0).then(|| {
+            if denied > 0 {
+                return format!(
+                    "MODULE_EEPROM_GET needs CAP_NET_ADMIN, which the agent lacks ({denied} of the {count} selected netdevs answered EPERM); grant it with the transceiver drop-in or component"
+                );
+            }
             format!(
                 "none of the {count} selected netdevs has module EEPROM support ({unsupported} answered EOPNOTSUPP, {elsewhere} are not in the agent's network namespace)"
             )

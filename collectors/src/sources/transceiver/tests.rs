@@ -508,20 +508,20 @@ fn a_netdev_without_module_eeprom_support_is_no_series_and_no_error() {
 }
 
 #[test]
-fn without_cap_net_admin_there_is_an_error_but_no_module_down() {
+fn without_cap_net_admin_the_source_is_absent_saying_why_and_no_module_is_down() {
     let b = bench(&["eth0"], Duration::from_secs(60));
     b.fake.set("eth0", Behaviour::Errno(libc::EPERM));
     let r = b.source.read();
-    assert_eq!(r.errors.len(), 1);
-    assert!(
-        r.errors[0].detail.contains("CAP_NET_ADMIN"),
-        "{}",
-        r.errors[0].detail
-    );
+    assert_eq!(r.errors, vec![]);
     assert_eq!(r.data.unwrap().modules, vec![]);
-    // Once per interval.
+    let why = r.absent.expect("absent");
+    assert!(why.contains("CAP_NET_ADMIN"), "{why}");
+    // The same reason within the interval (the agent logs a reason once, until it changes),
+    // and the module is not asked again.
+    b.fake.reads();
     b.clock.advance(Duration::from_secs(10));
-    assert_eq!(b.source.read().errors.len(), 0);
+    assert_eq!(b.source.read().absent, Some(why));
+    assert_eq!(b.fake.reads(), 0);
 }
 
 #[test]
