@@ -65,6 +65,7 @@ fn lane_flag(d: &Diagnostics, lane: u8, flag: LaneFlag) -> Option<bool> {
 }
 
 #[test]
+#[allow(clippy::approx_constant)] // 3.14 V is the Vcc low warning, not π
 fn arista_sfp_10glr_31_sff8472() {
     let (info, d) = decode(ARISTA);
     let id = &info.identity;
@@ -321,6 +322,7 @@ fn cig_trd5h20enf_lf000_cmis_4_with_four_media_lanes() {
         "{:?}",
         d.lane_flags
     );
+    assert_eq!(d.lane_flags.len(), 4 * 15 + 8 * 2);
     for flag in [
         LaneFlag::TxFault,
         LaneFlag::RxLos,
