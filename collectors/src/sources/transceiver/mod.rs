@@ -39,6 +39,8 @@
 pub mod eeprom;
 pub mod hexdump;
 #[cfg(test)]
+mod real_captures;
+#[cfg(test)]
 mod tests;
 mod types;
 pub mod wire;

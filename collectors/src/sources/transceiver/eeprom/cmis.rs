@@ -21,6 +21,23 @@
 //! 137, TX power high alarm .. low warning 139–142, TX bias 143–146, RX LOS 147, RX CDR
 //! LOL 148, RX power 149–152; monitors TX power 154, TX bias 170, RX power 186 (8 × u16).
 //!
+//! Lanes: page 11h has 8 lanes a bank, but its monitors (TX power, TX bias, RX power)
+//! and the flags of the media side (TX fault, TX power and bias alarms/warnings, RX LOS,
+//! RX CDR LOL, RX power alarms/warnings) are of *media* lanes (CMIS 5.2 table 8-82 "Media
+//! Lane-Specific Monitors"), and a module can have fewer media lanes than host lanes (a
+//! 400GBASE-LR4 QSFP-DD: 8 host lanes, 4 media lanes; its lanes 5–8 read 0). The media lanes
+//! a single-bank module has are those its applications can occupy: for each Application
+//! Descriptor (lower page 86–117 for AppSel 1–8, page 01h 223–250 for 9–15, host interface
+//! ID 0xFF ending the list; its third byte holds the media lane count in bits 3–0, 1–8), a
+//! data path may begin on each media lane whose bit is set in the application's Media Lane
+//! Assignment Options (page 01h 176–190) and spans the media lane count; the module's lanes
+//! are 1 up to the highest lane so reached. Without a usable advertisement (no descriptor,
+//! counts out of range) and for banked modules, all 8 lanes a bank are taken. The host-side
+//! flags TX LOS and TX CDR LOL are of host lanes, and stay exported for all 8 a bank.
+//!
+//! Wavelength: page 01h 138–139, × 0.05 nm (ethtool `CMIS_NOM_WAVELENGTH_MSB`), for
+//! modules that are not copper (media interface technology 212 below 0x0A).
+//!
 //! TX bias is `raw × 2 µA × multiplier` (CMIS 5.2 table 8-43; ethtool divides by the
 //! multiplier instead). The module fault flag is the state being ModuleFault. Flat
 //! modules (passive copper) advertise no monitors: only their state is read. The VDM pages
@@ -62,6 +79,38 @@ pub fn state(byte: u8) -> Option<ModuleState> {
     }
 }
 
+/// The media lanes a single-bank module's applications can occupy (see the module docs);
+/// `None` without a usable advertisement. `lower` is the lower page, `p1` page 01h's upper
+/// half (offset 128 at index 0).
+pub fn media_lanes(lower: &[u8], p1: &[u8]) -> Option<u8> {
+    let descriptor = |app: usize| -> Option<&[u8]> {
+        if app <= 8 {
+            lower.get(86 + 4 * (app - 1)..86 + 4 * app)
+        } else {
+            p1.get(223 - 128 + 4 * (app - 9)..223 - 128 + 4 * (app - 8))
+        }
+    };
+    let mut highest = None;
+    for app in 1..=15 {
+        let Some(&[host_id, _media_id, counts, _host_options]) = descriptor(app) else {
+            break;
+        };
+        if host_id == 0xFF {
+            break; // the end of the list
+        }
+        let count = counts & 0x0F;
+        if host_id == 0x00 || !(1..=8).contains(&count) {
+            continue; // undefined, or a reserved count
+        }
+        let options = p1.get(176 - 128 + app - 1).copied().unwrap_or(0);
+        for start in (0..8u8).filter(|i| bit(options, *i)) {
+            let end = (start + count).min(8);
+            highest = Some(highest.map_or(end, |h: u8| h.max(end)));
+        }
+    }
+    highest
+}
+
 /// Identity, thresholds and advertisement of a CMIS module whose lower page is `lower`.
 pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo, Error> {
     let identifier = lower.first().copied().unwrap_or(0);
@@ -69,7 +118,7 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
     let upper = read(reader, PageRequest::upper(0, 0, 128, 128))?;
     let u = |offset: usize| upper.get(offset - 128).copied().unwrap_or(0);
     let at = |offset: usize| upper.get(offset - 128..).unwrap_or_default();
-    let identity = Identity {
+    let mut identity = Identity {
         spec: Spec::Cmis,
         identifier,
         kind: identifier_name(identifier),
@@ -81,6 +130,7 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
         date_code: ascii(at(182), 0, 8),
         connector: connector_name(u(203)),
         media: media(lower.get(85).copied().unwrap_or(0), u(212)),
+        wavelength_pm: None,
     };
     if u(128) != identifier {
         return Err(Error::Inconsistent(format!(
@@ -103,6 +153,10 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
     }
     let p1 = read(reader, PageRequest::upper(1, 0, 128, 128))?;
     let p1b = |offset: usize| p1.get(offset - 128).copied().unwrap_or(0);
+    if u(212) < 0x0A {
+        identity.wavelength_pm =
+            Some(u32::from(u16::from_be_bytes([p1b(138), p1b(139)])) * 50).filter(|pm| *pm != 0);
+    }
     let banks = match p1b(142) & 0x03 {
         0 => 1,
         1 => 2,
@@ -137,7 +191,10 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
         } else {
             RxPowerType::Oma
         },
-        lanes: 8 * banks,
+        lanes: match media_lanes(lower, &p1) {
+            Some(lanes) if banks == 1 => lanes,
+            _ => 8 * banks,
+        },
         banks,
         tx_bias_multiplier: multiplier,
         flat: false,
@@ -222,18 +279,23 @@ pub fn diagnostics(reader: &mut dyn PageReader, info: &ModuleInfo) -> Result<Dia
         for i in 0..8u8 {
             let lane = bank * 8 + i + 1;
             let n = usize::from(i);
-            d.lanes.push(Lane {
-                lane,
-                tx_power: m.tx_power.then(|| watts(w(154 + 2 * n))),
-                tx_bias: m.tx_bias.then(|| f64::from(w(170 + 2 * n)) * bias / 1e6),
-                rx_power: m.rx_power.then(|| watts(w(186 + 2 * n))),
-            });
+            // Media-lane values and flags only for the media lanes the module has; the
+            // host-side TX LOS and TX CDR LOL for every host lane.
+            let media = lane <= m.lanes;
+            if media {
+                d.lanes.push(Lane {
+                    lane,
+                    tx_power: m.tx_power.then(|| watts(w(154 + 2 * n))),
+                    tx_bias: m.tx_bias.then(|| f64::from(w(170 + 2 * n)) * bias / 1e6),
+                    rx_power: m.rx_power.then(|| watts(w(186 + 2 * n))),
+                });
+            }
             let signals = [
-                (bit(tx_adv, 0), 135, LaneFlag::TxFault),
+                (bit(tx_adv, 0) && media, 135, LaneFlag::TxFault),
                 (bit(tx_adv, 1), 136, LaneFlag::TxLos),
                 (bit(tx_adv, 2), 137, LaneFlag::TxLol),
-                (bit(rx_adv, 1), 147, LaneFlag::RxLos),
-                (bit(rx_adv, 2), 148, LaneFlag::RxLol),
+                (bit(rx_adv, 1) && media, 147, LaneFlag::RxLos),
+                (bit(rx_adv, 2) && media, 148, LaneFlag::RxLol),
             ];
             for (advertised, offset, flag) in signals {
                 if advertised {
@@ -246,7 +308,7 @@ pub fn diagnostics(reader: &mut dyn PageReader, info: &ModuleInfo) -> Result<Dia
                 (m.rx_power, 149, LaneFlag::RX_POWER),
             ];
             for (monitored, first, flags) in groups {
-                if monitored {
+                if monitored && media {
                     for (k, flag) in flags.iter().enumerate() {
                         d.lane_flags.push((lane, *flag, bit(b(first + k), i)));
                     }

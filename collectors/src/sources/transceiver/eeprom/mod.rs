@@ -358,6 +358,10 @@ pub struct Identity {
     pub connector: String,
     /// `optical`, `passive_copper`, `active_copper`, `active_optical`, or "".
     pub media: String,
+    /// Nominal laser wavelength in picometres (SFF-8472 A0h 60–61 in nm; SFF-8636 upper
+    /// page 00h 186–187 and CMIS page 01h 138–139 in 0.05 nm); `None` for copper, for a
+    /// flat CMIS module, and where the module gives 0.
+    pub wavelength_pm: Option<u32>,
 }
 
 /// What the module advertises it monitors, and how to read it.
@@ -379,7 +383,8 @@ pub struct Monitoring {
     pub tx_bias: bool,
     /// What the RX power monitor measures.
     pub rx_power_type: RxPowerType,
-    /// Lanes monitored (1 for SFP, 4 for SFF-8636, 8 per bank for CMIS).
+    /// Lanes monitored (1 for SFP, 4 for SFF-8636; CMIS: the media lanes the application
+    /// advertisement gives a single-bank module, else 8 per bank).
     pub lanes: u8,
     /// CMIS: banks of page 11h read (1, 2 or 4).
     pub banks: u8,

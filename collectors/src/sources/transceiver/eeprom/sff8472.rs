@@ -163,6 +163,12 @@ pub fn identify(reader: &mut dyn PageReader, a0: &[u8]) -> Result<ModuleInfo, Er
         date_code: ascii(a0, 84, 8),
         connector: connector_name(a0[2]),
         media: media(a0),
+        // Bytes 60–61 are the cable's compliance for a passive or active cable (byte 8
+        // bits 2 and 3), the laser wavelength in nm otherwise (as ethtool's `sfpid.c`
+        // reads them).
+        wavelength_pm: (!bit(a0[8], 2) && !bit(a0[8], 3))
+            .then(|| u32::from(u16::from_be_bytes([a0[60], a0[61]])) * 1000)
+            .filter(|pm| *pm != 0),
     };
     let (diag, enhanced, options) = (a0[92], a0[93], a0[65]);
     let refuse = |reason: &str| ModuleInfo {

@@ -65,6 +65,11 @@ pub fn identify(reader: &mut dyn PageReader, lower: &[u8]) -> Result<ModuleInfo,
         date_code: ascii(at(212), 0, 8),
         connector: connector_name(u(130)),
         media: media(&upper),
+        // 186–187: wavelength in 0.05 nm, or copper attenuation for a copper module
+        // (transmitter technology 0xA and up).
+        wavelength_pm: (u(147) >> 4 < 0xA)
+            .then(|| u32::from(u16::from_be_bytes([u(186), u(187)])) * 50)
+            .filter(|pm| *pm != 0),
     };
     if u(0x80) != identifier {
         return Err(Error::Inconsistent(format!(
