@@ -484,42 +484,31 @@ impl NeighbourSource {
     fn rdma_ports(&self) -> Vec<RdmaPort> {
         let fs = self.fs.as_ref();
         let class = self.sysfs.join("class/infiniband");
-        let mut out = Vec::new();
-        for dev in fs.read_dir(&class).unwrap_or_default() {
-            let dir = class.join(&dev.name);
-            // A Soft-RoCE device's parent, else the PCI function's netdev where it has
-            // exactly one (one port per function, as on ConnectX): the netdev of a port
-            // whose GID table is empty (link down) or that has none (InfiniBand: IPoIB).
-            let parent = attr::peek(fs, &dir.join("parent")).or_else(|| {
-                let net = fs.read_dir(&dir.join("device/net")).unwrap_or_default();
-                match net.as_slice() {
-                    [one] => Some(one.name.clone()),
-                    _ => None,
-                }
-            });
-            for p in fs.read_dir(&dir.join("ports")).unwrap_or_default() {
-                let Ok(port) = p.name.parse::<u32>() else {
-                    continue;
-                };
-                let pdir = dir.join("ports").join(&p.name);
-                let link_layer = attr::peek(fs, &pdir.join("link_layer")).unwrap_or_default();
-                let active = attr::peek(fs, &pdir.join("state"))
-                    .is_some_and(|s| s.trim_start().starts_with("4:"));
-                let ndevs = pdir.join("gid_attrs/ndevs");
-                let netdev = ["0", "1", "2", "3"]
-                    .iter()
-                    .find_map(|slot| attr::peek(fs, &ndevs.join(slot)).filter(|n| !n.is_empty()))
-                    .or_else(|| parent.clone());
-                out.push(RdmaPort {
-                    device: dev.name.clone(),
-                    port,
-                    link_layer,
-                    active,
-                    netdev,
-                });
-            }
-        }
-        out
+        fs.read_dir(&class)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|dev| device_ports(fs, &self.sysfs, &dev.name))
+            .collect()
+    }
+
+    /// The RDMA ports, each device read as a unit of `run`: a device whose sysfs blocks
+    /// costs its own ports' series only (it is late, and fenced), never the other devices'
+    /// or the LLDP side's.
+    fn rdma_ports_in(self: &Arc<Self>, run: &Run<'_>) -> Vec<RdmaPort> {
+        let class = self.sysfs.join("class/infiniband");
+        let devices: Vec<String> = self
+            .fs
+            .read_dir(&class)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        let (fs, sysfs) = (Arc::clone(&self.fs), self.sysfs.clone());
+        run.each(devices, 1, move |device| device_ports(fs.as_ref(), &sysfs, device))
+            .into_iter()
+            .filter_map(|(_, unit)| unit.done())
+            .flatten()
+            .collect()
     }
 
     /// The umad device of each (RDMA device, port).
@@ -582,9 +571,13 @@ impl NeighbourSource {
 
     /// Reads the table once, at `now`.
     pub fn read_at(&self, now: Instant) -> Report<Snapshot> {
+        self.read_ports_at(now, self.rdma_ports())
+    }
+
+    /// Reads the table once, at `now`, with the RDMA ports `ports`.
+    fn read_ports_at(&self, now: Instant, ports: Vec<RdmaPort>) -> Report<Snapshot> {
         let mut errors = Vec::new();
         let mut links = Vec::new();
-        let ports = self.rdma_ports();
         let by_netdev: BTreeMap<&str, &RdmaPort> = ports
             .iter()
             .filter_map(|p| p.netdev.as_deref().map(|n| (n, p)))
@@ -768,9 +761,48 @@ impl Source for NeighbourSource {
         Ok(source)
     }
 
-    fn collect(self: &Arc<Self>, _run: &Run<'_>) -> Report<Snapshot> {
-        self.read_at(Instant::now())
+    fn collect(self: &Arc<Self>, run: &Run<'_>) -> Report<Snapshot> {
+        let ports = self.rdma_ports_in(run);
+        self.read_ports_at(Instant::now(), ports)
     }
+}
+
+/// The ports of the RDMA device `device` with their link layer, state and netdev.
+fn device_ports(fs: &dyn Fs, sysfs: &Path, device: &str) -> Vec<RdmaPort> {
+    let dir = sysfs.join("class/infiniband").join(device);
+    // A Soft-RoCE device's parent, else the PCI function's netdev where it has exactly one
+    // (one port per function, as on ConnectX): the netdev of a port whose GID table is
+    // empty (link down) or that has none (InfiniBand: IPoIB).
+    let parent = attr::peek(fs, &dir.join("parent")).or_else(|| {
+        let net = fs.read_dir(&dir.join("device/net")).unwrap_or_default();
+        match net.as_slice() {
+            [one] => Some(one.name.clone()),
+            _ => None,
+        }
+    });
+    let mut out = Vec::new();
+    for p in fs.read_dir(&dir.join("ports")).unwrap_or_default() {
+        let Ok(port) = p.name.parse::<u32>() else {
+            continue;
+        };
+        let pdir = dir.join("ports").join(&p.name);
+        let link_layer = attr::peek(fs, &pdir.join("link_layer")).unwrap_or_default();
+        let active = attr::peek(fs, &pdir.join("state"))
+            .is_some_and(|s| s.trim_start().starts_with("4:"));
+        let ndevs = pdir.join("gid_attrs/ndevs");
+        let netdev = ["0", "1", "2", "3"]
+            .iter()
+            .find_map(|slot| attr::peek(fs, &ndevs.join(slot)).filter(|n| !n.is_empty()))
+            .or_else(|| parent.clone());
+        out.push(RdmaPort {
+            device: device.to_owned(),
+            port,
+            link_layer,
+            active,
+            netdev,
+        });
+    }
+    out
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
