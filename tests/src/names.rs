@@ -61,6 +61,7 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_inventory_expected_port_width_lanes",
     "railscope_inventory_expected_pcie_link_speed_transfers_per_second",
     "railscope_inventory_expected_pcie_link_width_lanes",
+    "railscope_inventory_expected_rail_neighbour_info",
     // The physical layer: module EEPROM, FEC and link state over ethtool netlink, devlink
     // health reporters. Fixture trees have no netdev with a module, a PHY or a devlink device
     // (the collectors ask the kernel's genetlink families of the agent's own namespace).
