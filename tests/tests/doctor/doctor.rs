@@ -475,3 +475,235 @@ fn expected_inventory_from_the_config_and_from_a_running_agent() {
     assert_eq!(code, 2);
     assert_eq!(findings(&remote), findings(&local));
 }
+
+/// Serves `text` as a Prometheus exposition at `http://ADDR/metrics` to every GET, from a
+/// thread of its own, for as long as the test runs.
+fn serve(text: String) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    addr
+}
+
+/// The neighbour series the `neighbour` collector exports for one link (status `status`,
+/// `neighbour` = (name, id, port, port description) when one is known), and `extra` far-end
+/// families as (family without `railscope_neighbour_`, value).
+fn neighbour_link(
+    (device, netdev, protocol): (&str, &str, &str),
+    status: &str,
+    neighbour: Option<(&str, &str, &str, &str)>,
+    extra: &[(&str, f64)],
+) -> String {
+    let key = format!(r#"device="{device}",port="1",netdev="{netdev}",protocol="{protocol}""#);
+    let mut out = vec![format!("railscope_neighbour_changes_total{{{key}}} 0")];
+    for s in [
+        "ok",
+        "no_frames",
+        "not_available",
+        "refused",
+        "no_permission",
+        "timeout",
+    ] {
+        out.push(format!(
+            r#"railscope_neighbour_status{{{key},status="{s}"}} {}"#,
+            u8::from(s == status)
+        ));
+    }
+    if let Some((name, id, port, description)) = neighbour {
+        out.push(format!(
+            r#"railscope_neighbour_info{{{key},neighbour="{name}",neighbour_id="{id}",neighbour_port="{port}",neighbour_port_description="{description}"}} 1"#
+        ));
+        out.push(format!(
+            "railscope_neighbour_last_seen_timestamp_seconds{{{key}}} 1764770000"
+        ));
+    }
+    for (family, value) in extra {
+        if let Some(on) = family.strip_prefix("pfc_enabled=") {
+            for p in 0..8 {
+                out.push(format!(
+                    r#"railscope_neighbour_pfc_enabled{{{key},priority="{p}"}} {}"#,
+                    u8::from(on.split(',').any(|o| o == p.to_string()))
+                ));
+            }
+        } else {
+            out.push(format!("railscope_neighbour_{family}{{{key}}} {value}"));
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// The cabling cases: (golden name, the fleet node's scrape, the neighbour series added).
+fn cabling_cases() -> Vec<(&'static str, &'static str, String)> {
+    // The DGX H100 node: eight NDR ports, rails 0-7 by GPU. Rail r's leaf is leaf-r<r>-*;
+    // rail 3's cable went to rail 2's leaf, rail 5's far end trained at 2X, mlx5_7's umad is
+    // not readable by the agent.
+    let mut dgx = String::from(
+        "railscope_inventory_expected_rail_neighbour_info{rail=\"0\",pattern=\"^leaf-r0-\"} 1\n",
+    );
+    for rail in 1..8 {
+        dgx.push_str(&format!(
+            "railscope_inventory_expected_rail_neighbour_info{{rail=\"{rail}\",pattern=\"^leaf-r{rail}-\"}} 1\n"
+        ));
+    }
+    // (device, rail, netdev) as the node's scrape says (the SMP links carry the port's IPoIB
+    // netdev, as the collector labels them).
+    let scrape =
+        std::fs::read_to_string(workspace().join("tests/golden/h100-cx7-ndr-ib.prom")).unwrap();
+    let label_of = |line: &str, name: &str| {
+        line.split(&format!("{name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let rails: Vec<(String, String, String)> = scrape
+        .lines()
+        .filter(|l| l.starts_with("railscope_rail_info{"))
+        .map(|l| {
+            let device = label_of(l, "device");
+            let netdev = scrape
+                .lines()
+                .find(|p| p.starts_with(&format!("railscope_ib_port_info{{device=\"{device}\"")))
+                .map(|p| label_of(p, "netdev"))
+                .unwrap();
+            (device, label_of(l, "rail"), netdev)
+        })
+        .collect();
+    assert_eq!(rails.len(), 8, "the DGX node's rails");
+    for (n, (device, rail, netdev)) in rails.iter().enumerate() {
+        let device = device.as_str();
+        if device == "mlx5_7" {
+            dgx.push_str(&neighbour_link(
+                (device, "", "smp"),
+                "no_permission",
+                None,
+                &[],
+            ));
+            continue;
+        }
+        let leaf = if rail == "3" { "2" } else { rail.as_str() };
+        let width = if rail == "5" { 2.0 } else { 4.0 };
+        dgx.push_str(&neighbour_link(
+            (device, netdev, "smp"),
+            "ok",
+            Some((
+                &format!("leaf-r{leaf}-a MQM9790"),
+                &format!("0x0c42a10300a1b2{n:02x}"),
+                &format!("{}", 17 + n),
+                "",
+            )),
+            &[
+                ("link_width_lanes", width),
+                ("rate_bytes_per_second", 12.5e9 * width),
+            ],
+        ));
+    }
+    // The RoCE node: ens1f0np0 (MTU 1500) on a 9216-byte switch port with PFC on 3; ens1f1np1
+    // (MTU 4200) on a switch port left at 1518 bytes, lldpd reading its neighbour.
+    let mut roce = neighbour_link(
+        ("mlx5_0", "ens1f0np0", "lldp"),
+        "ok",
+        Some((
+            "tor-a07",
+            "b8:59:9f:0a:0b:0c",
+            "Ethernet1/12",
+            "node17 port 0",
+        )),
+        &[
+            ("ttl_seconds", 120.0),
+            ("max_frame_size_bytes", 9216.0),
+            ("pfc_enabled=3", 0.0),
+            ("pfc_willing", 0.0),
+        ],
+    );
+    roce.push_str(&neighbour_link(
+        ("mlx5_1", "ens1f1np1", "lldpd"),
+        "ok",
+        Some((
+            "tor-a07",
+            "b8:59:9f:0a:0b:0c",
+            "Ethernet1/13",
+            "node17 port 1",
+        )),
+        &[("ttl_seconds", 120.0), ("max_frame_size_bytes", 1518.0)],
+    ));
+    vec![
+        ("cabling-h100-cx7-ndr-ib", "h100-cx7-ndr-ib", dgx),
+        ("cabling-cx6dx-roce-2port", "cx6dx-roce-2port", roce),
+    ]
+}
+
+/// Doctor's cabling step on the fleet's nodes: a node's scrape (the golden exposition of its
+/// fixture tree) plus the neighbour series its switches would give, served as a running
+/// agent's, read with `--from`; the report (text and JSON) is golden.
+#[test]
+fn from_prints_the_cabling_table_of_fleet_nodes() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for (name, tree, neighbours) in cabling_cases() {
+        let scrape =
+            std::fs::read_to_string(workspace().join(format!("tests/golden/{tree}.prom"))).unwrap();
+        let addr = serve(format!("{scrape}{neighbours}"));
+        let url = format!("http://{addr}/metrics");
+        for (ext, format) in [("txt", "text"), ("json", "json")] {
+            let (code, out) = doctor(
+                &[
+                    "--from".to_owned(),
+                    url.clone(),
+                    "--output".to_owned(),
+                    format.to_owned(),
+                    "--color".to_owned(),
+                    "never".to_owned(),
+                ],
+                &[],
+            );
+            assert!(
+                out.contains("Cabling") || out.contains("cabling"),
+                "{name}: {out}"
+            );
+            let out = out.replace(&url, "http://ADDR/metrics");
+            let path = golden(name, ext);
+            if update {
+                std::fs::write(&path, &out).unwrap();
+                continue;
+            }
+            let want = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_eq!(out, want, "{name}.{ext} differs from {}", path.display());
+            if ext == "json" {
+                assert_eq!(json(&out)["exit_code"].as_i64(), Some(code as i64));
+            }
+        }
+    }
+    // What the goldens must show, beyond being stable.
+    let dgx = std::fs::read_to_string(golden("cabling-h100-cx7-ndr-ib", "json")).unwrap();
+    let got = problems(&json(&dgx));
+    for want in [
+        ("warning", "rail_miscabled", "mlx5_3 port 1"),
+        ("warning", "neighbour_rate_lower", "mlx5_5 port 1"),
+    ] {
+        let want = (want.0.to_owned(), want.1.to_owned(), want.2.to_owned());
+        assert!(got.contains(&want), "{want:?} in {got:?}");
+    }
+    let roce = std::fs::read_to_string(golden("cabling-cx6dx-roce-2port", "txt")).unwrap();
+    assert!(roce.contains("ens1f1np1 has MTU 4200 (4218 B frames) but its switch port tor-a07 Ethernet1/13 takes frames of at most 1518 B"), "{roce}");
+    assert!(roce.contains("frame 9216 B, PFC 3"), "{roce}");
+}

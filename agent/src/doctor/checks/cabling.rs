@@ -49,12 +49,13 @@ impl Link {
         ]
     }
 
-    /// `mlx5_0 port 1 (eth2)`, `eth2` for a netdev without an RDMA port.
+    /// `mlx5_0 port 1`, as the other steps name a port; the netdev for one without an RDMA
+    /// port.
     fn name(&self) -> String {
-        match (self.device.is_empty(), self.netdev.is_empty()) {
-            (true, _) => self.netdev.clone(),
-            (false, true) => format!("{} port {}", self.device, self.port),
-            (false, false) => format!("{} port {} ({})", self.device, self.port, self.netdev),
+        if self.device.is_empty() {
+            self.netdev.clone()
+        } else {
+            format!("{} port {}", self.device, self.port)
         }
     }
 
