@@ -2,7 +2,9 @@
 //! tree, and for the DGX tree with every fake NVML fixture; the faults fixtures' findings
 //! are exactly their documented faults; `--from` gives the same findings as a local run,
 //! over plain HTTP and over TLS with basic auth; NCCL variables in the environment that
-//! contradict the node are findings; the exit status is the verdict. Set `UPDATE_GOLDEN=1`
+//! contradict the node are findings; the exit status is the verdict; the cabling step on fleet
+//! nodes' scrapes plus neighbour series (golden), and against an agent that hears a real lldpd
+//! on a veth. Set `UPDATE_GOLDEN=1`
 //! to rewrite the golden files (`tests/golden/doctor/`) after an intended change.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -715,4 +717,181 @@ fn from_prints_the_cabling_table_of_fleet_nodes() {
     let roce = std::fs::read_to_string(golden("cabling-cx6dx-roce-2port", "txt")).unwrap();
     assert!(roce.contains("ens1f1np1 has MTU 4200 (4218 B frames) but its switch port tor-a07 Ethernet1/13 takes frames of at most 1518 B"), "{roce}");
     assert!(roce.contains("frame 9216 B, PFC 3"), "{roce}");
+}
+
+/// lldpd (Debian's package) in `ns` on `ifname`, with a private control socket; stopped and
+/// reaped when dropped.
+struct Lldpd {
+    child: std::process::Child,
+    ctl: PathBuf,
+}
+
+impl Lldpd {
+    fn start(ns: &railscope_tests::netns::Netns, ifname: &str) -> Lldpd {
+        // lldpd has no --version; -v prints its version and exits.
+        let runs = Command::new("lldpd")
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !runs {
+            railscope_tests::missing_tool("lldpd", "the Debian package lldpd");
+        }
+        let ctl = ns.dir().join("lldpd.ctl");
+        let conf = ns.dir().join("none.conf");
+        std::fs::write(&conf, "").unwrap();
+        let child = ns
+            .command("lldpd")
+            .args(["-d", "-k", "-i", "-u"])
+            .arg(&ctl)
+            .arg("-O")
+            .arg(&conf)
+            .args(["-I", ifname])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ctl.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "lldpd made no control socket"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Lldpd { child, ctl }
+    }
+
+    fn cli(&self, ns: &railscope_tests::netns::Netns, args: &str) {
+        let mut command = vec!["lldpcli", "-u", self.ctl.to_str().unwrap()];
+        command.extend(args.split(' '));
+        let out = ns.exec(&command);
+        assert!(out.status.success(), "lldpcli {args}: {out:?}");
+    }
+}
+
+impl Drop for Lldpd {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The cabling step against a real neighbour: lldpd on the far end of a veth (in a network
+/// namespace of its own) calls itself leaf-07 and announces a switch port that takes frames of
+/// at most 1518 bytes and PFC on priority 3; the agent (with CAP_NET_RAW: the test runs as
+/// root) hears it on its end, at MTU 9000. `railscope doctor --from` the agent lists the
+/// netdev's neighbour in the table, with the far end's frame size and PFC, and finds the MTU
+/// above the switch port's frame size.
+#[test]
+fn cabling_table_of_an_agent_hearing_lldpd() {
+    use railscope_tests::netns::Netns;
+    let peer = Netns::new("cabling-peer");
+    let host = Netns::new("cabling-host");
+    let (ours, theirs) = ("cbh0", "cbp0");
+    host.ip(&["link", "add", ours, "type", "veth", "peer", "name", theirs]);
+    host.ip(&["link", "set", theirs, "netns", peer.name()]);
+    host.ip(&["link", "set", ours, "mtu", "9000", "up"]);
+    peer.ip(&["link", "set", theirs, "mtu", "9000", "up"]);
+    let lldpd = Lldpd::start(&peer, theirs);
+    lldpd.cli(&peer, "configure system hostname leaf-07");
+    lldpd.cli(&peer, "configure lldp tx-interval 1");
+    // IEEE 802.1Qaz PFC Configuration (willing 0, capability 8, priority 3 enabled) and IEEE
+    // 802.3 Maximum Frame Size 1518 (0x05ee), as custom TLVs: lldpd sends neither of its own.
+    lldpd.cli(
+        &peer,
+        "configure lldp custom-tlv oui 00,80,c2 subtype 11 oui-info 08,08",
+    );
+    lldpd.cli(
+        &peer,
+        "configure lldp custom-tlv oui 00,12,0f subtype 4 oui-info 05,ee",
+    );
+    let agent = Agent::in_netns(
+        &host,
+        &[
+            "--path.sysfs",
+            "/sys",
+            "--collector.disable-defaults",
+            "--collector.neighbour",
+            "--collector.netdev",
+            "--collector.netdev.device-include",
+            &format!("^{ours}$"),
+            "--collector.neighbour.device-include",
+            &format!("^{ours}$"),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = agent.scrape();
+        if s.contains("railscope_neighbour_info{")
+            && s.contains("railscope_neighbour_max_frame_size_bytes{")
+            && s.contains("railscope_neighbour_pfc_enabled{")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no neighbour within 20 s:\n{s}\n{}",
+            agent.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let url = format!("http://{}/metrics", agent.addr);
+    let run = |format: &str| {
+        let out = host
+            .command(binary())
+            .args([
+                "doctor", "--from", &url, "--output", format, "--color", "never",
+            ])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let (code, report) = run("json");
+    assert_eq!(code, Some(1), "{report}");
+    let report = json(&report);
+    let step = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "cabling")
+        .unwrap();
+    let rows = step["table"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{step:#}");
+    let row = &rows[0];
+    assert_eq!(row["netdev"], ours);
+    assert_eq!(row["neighbour"], "leaf-07");
+    assert_eq!(row["protocol"], "lldp");
+    assert_eq!(row["far_end"], "frame 1518 B, PFC 3");
+    assert_eq!(row["status"], "ok");
+    assert_eq!(
+        (row["device"].as_str(), row["rail"].as_str()),
+        (Some(""), Some(""))
+    );
+    let findings: Vec<(&str, &str, &str)> = step["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap(),
+                f["check"].as_str().unwrap(),
+                f["subject"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(findings, [("warning", "neighbour_frame_size", ours)]);
+    assert_eq!(
+        step["findings"][0]["alert"],
+        "RailscopeNeighbourMTUAboveFrameSize"
+    );
+    let (_, text) = run("text");
+    assert!(
+        text.contains(&format!(
+            "{ours} has MTU 9000 (9018 B frames) but its switch port leaf-07"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("frame 1518 B, PFC 3  ok"), "{text}");
 }
