@@ -895,3 +895,48 @@ fn cabling_table_of_an_agent_hearing_lldpd() {
     );
     assert!(text.contains("frame 1518 B, PFC 3  ok"), "{text}");
 }
+
+/// `expected.rail-neighbours` from the config file: the agent exports each rail's pattern for
+/// the rules and doctor; a pattern that is not a regular expression stops the agent and doctor
+/// at start-up, naming the rail's key.
+#[test]
+fn rail_neighbour_patterns_from_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("railscope.yml");
+    std::fs::write(
+        &config,
+        "expected:\n  rail-neighbours:\n    0: \"^leaf-r0-\"\n    \"3\": '^leaf-a3-\\d+'\n",
+    )
+    .unwrap();
+    let agent = Agent::fixture(DGX, &["--config.file", config.to_str().unwrap()]);
+    let scrape = agent.scrape();
+    let lines: Vec<&str> = scrape
+        .lines()
+        .filter(|l| l.starts_with("railscope_inventory_expected_rail_neighbour_info"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"railscope_inventory_expected_rail_neighbour_info{rail="0",pattern="^leaf-r0-"} 1"#,
+            r#"railscope_inventory_expected_rail_neighbour_info{rail="3",pattern="^leaf-a3-\\d+"} 1"#,
+        ],
+        "{scrape}"
+    );
+    railscope_tests::promtool_check_metrics(&scrape);
+    let bad = dir.path().join("bad.yml");
+    std::fs::write(&bad, "expected:\n  rail-neighbours:\n    2: \"^leaf-(\"\n").unwrap();
+    for command in [vec![], vec!["doctor"]] {
+        let out = Command::new(binary())
+            .args(&command)
+            .args(["--config.file", bad.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("expected.rail-neighbours.2")
+                && stderr.contains("not a regular expression"),
+            "{command:?}: {stderr}"
+        );
+    }
+}
