@@ -180,7 +180,9 @@ pub(super) fn cabling(node: &Node) -> (Vec<Finding>, Option<Table>) {
             .matching(STATUS, &key)
             .find(|s| s.value == 1.0)
             .map(|s| s.label("status").to_owned())
-            .unwrap_or_else(|| if info.is_some() { "ok" } else { "unknown" }.to_owned());
+            // No status series yet: the collector has heard nothing and not yet given up (an
+            // LLDP link within its timeout, as in doctor's own short collection).
+            .unwrap_or_else(|| if info.is_some() { "ok" } else { "pending" }.to_owned());
         *statuses.entry(status.clone()).or_default() += 1;
         let rail = rail_of(l);
         let neighbour = info.map_or("", |s| s.label("neighbour"));

@@ -152,6 +152,9 @@ table! { "cabling";
     a_rail_without_a_pattern_is_not_checked: [ib("mlx5_0"), rail("mlx5_0", 1), pattern(0, "^leaf-0"),
         link("mlx5_0", "", "smp", "ok", Some(("spine-9", "5"))),
     ] => [Ok "cabling" "; 0 match its rail's expected pattern"];
+    a_link_without_a_status_yet_is_pending: [roce("mlx5_1", "eth1"),
+        r#"railscope_neighbour_changes_total{device="mlx5_1",port="1",netdev="eth1",protocol="lldp"} 0"#,
+    ] => [Skip "cabling" "no neighbour known on 1 link (1 pending)"];
     a_pattern_that_does_not_compile_is_said: [ib("mlx5_0"), rail("mlx5_0", 0), pattern(0, "^leaf-("),
         link("mlx5_0", "", "smp", "ok", Some(("leaf-01", "5"))),
     ] => [Warning "rail_pattern_invalid" "the expected neighbour pattern of rail 0 is not a regular expression"];
