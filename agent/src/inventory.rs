@@ -11,6 +11,11 @@
 //! is exported only when its collector completed: a collector that failed says so itself
 //! (`railscope_collector_success`), and a count of 0 from it would be a false page. So is a
 //! kind whose collector a scrape's `collect[]` or `exclude[]` left out.
+//!
+//! The expected neighbour per rail (`expected.rail-neighbours`) is exported as
+//! `railscope_inventory_expected_rail_neighbour_info{rail,pattern}`, one series per configured
+//! rail, for `RailscopeRailMiscabled` and doctor's cabling step to match the neighbour
+//! collector's `neighbour` label against.
 
 use railscope_collectors::Collection;
 
@@ -156,5 +161,54 @@ pub(crate) fn families(
         "The PCIe link width every NIC and GPU must run, from the config file's expected section.",
         expected.pcie_width.map(|w| w as f64),
     );
+    if !expected.rail_neighbours.is_empty() {
+        let mut f = Family::info(
+            "railscope_inventory_expected_rail_neighbour",
+            "The regular expression the neighbour (LLDP System Name / IB NodeDescription) of every port on the rail must match, from the config file's expected.rail-neighbours.",
+        );
+        for (rail, pattern) in &expected.rail_neighbours {
+            f.push(
+                [("rail", rail.to_string()), ("pattern", pattern.clone())],
+                1u64,
+            );
+        }
+        out.push(f);
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exposition::{Format, encode};
+
+    #[test]
+    fn each_rail_pattern_is_one_info_series() {
+        let expected = Inventory {
+            rail_neighbours: vec![(0, "^leaf-0[1-4]".to_owned()), (3, "^leaf-a3-".to_owned())],
+            ..Inventory::default()
+        };
+        let collection = Collection {
+            outcomes: Vec::new(),
+            sequence: 1,
+            blocked_at_start: Vec::new(),
+        };
+        let text = encode(
+            families(&expected, &collection, &[], &|_| true),
+            Format::Prometheus,
+        );
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("railscope_inventory_expected_rail_neighbour"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                r#"railscope_inventory_expected_rail_neighbour_info{rail="0",pattern="^leaf-0[1-4]"} 1"#,
+                r#"railscope_inventory_expected_rail_neighbour_info{rail="3",pattern="^leaf-a3-"} 1"#,
+            ]
+        );
+        let none = families(&Inventory::default(), &collection, &[], &|_| true);
+        assert!(none.is_empty());
+    }
 }

@@ -61,6 +61,7 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_inventory_expected_port_width_lanes",
     "railscope_inventory_expected_pcie_link_speed_transfers_per_second",
     "railscope_inventory_expected_pcie_link_width_lanes",
+    "railscope_inventory_expected_rail_neighbour_info",
     // The physical layer: module EEPROM, FEC and link state over ethtool netlink, devlink
     // health reporters. Fixture trees have no netdev with a module, a PHY or a devlink device
     // (the collectors ask the kernel's genetlink families of the agent's own namespace).
@@ -84,6 +85,17 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_devlink_health_reporter_recoveries_total",
     "railscope_devlink_health_reporter_last_dump_timestamp_seconds",
     "railscope_devlink_version_info",
+    // The neighbour collector: fixture trees have no umad device and their netdevs hear no
+    // LLDP, so their goldens hold the status of each link only; a cabled node has these.
+    "railscope_neighbour_info",
+    "railscope_neighbour_changes_total",
+    "railscope_neighbour_last_seen_timestamp_seconds",
+    "railscope_neighbour_ttl_seconds",
+    "railscope_neighbour_max_frame_size_bytes",
+    "railscope_neighbour_pfc_enabled",
+    "railscope_neighbour_pfc_willing",
+    "railscope_neighbour_link_width_lanes",
+    "railscope_neighbour_rate_bytes_per_second",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
 ];

@@ -3,6 +3,7 @@
 //! was found; doctor checks it.
 
 use clap::ArgMatches;
+use serde_json::Value as Json;
 
 use super::error::ConfigError;
 use super::value::{File, Setting};
@@ -44,6 +45,64 @@ pub(crate) struct Inventory {
     /// Transfers per second of the generation's link speed.
     pub(crate) pcie_speed: Option<f64>,
     pub(crate) pcie_width: Option<u64>,
+    /// Per rail, the regular expression its ports' neighbour (the switch's LLDP System Name
+    /// or IB NodeDescription) must match, in rail order; each compiles (checked at start-up).
+    pub(crate) rail_neighbours: Vec<(u32, String)>,
+}
+
+/// The config file's key of the expected neighbour per rail.
+pub(crate) const RAIL_NEIGHBOURS: &str = "expected.rail-neighbours";
+
+/// `expected.rail-neighbours`: a map from rail number to a regular expression the neighbour
+/// of that rail's ports must match (`{"0": "^leaf-0[1-4]", "3": "^leaf-a3-"}`). A key that is
+/// not a rail number, a value that is not text or does not compile, is an error naming it.
+fn rail_neighbours(value: Option<Json>) -> Result<Vec<(u32, String)>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let Json::Object(map) = value else {
+        return Err(ConfigError::new(
+            RAIL_NEIGHBOURS,
+            "expected a map from rail number to a regular expression, such as {\"0\": \"^leaf-0[1-4]-\"}",
+        ));
+    };
+    let mut out = Vec::new();
+    for (rail, pattern) in map {
+        let field = format!("{RAIL_NEIGHBOURS}.{rail}");
+        let number = rail.trim().parse::<u32>().map_err(|_| {
+            ConfigError::new(
+                &field,
+                format!("{rail:?} is not a rail number (the rail label of railscope_rail_info: 0, 1, ...)"),
+            )
+        })?;
+        let Json::String(pattern) = pattern else {
+            return Err(ConfigError::new(
+                &field,
+                "expected a regular expression in quotes",
+            ));
+        };
+        if pattern.is_empty() {
+            return Err(ConfigError::new(
+                &field,
+                "expected a regular expression (leave the rail out to check nothing)",
+            ));
+        }
+        regex::Regex::new(&pattern).map_err(|e| {
+            ConfigError::new(
+                &field,
+                format!("{pattern:?}: not a regular expression: {e}"),
+            )
+        })?;
+        if out.iter().any(|(r, _)| *r == number) {
+            return Err(ConfigError::new(
+                &field,
+                format!("rail {number} is given twice"),
+            ));
+        }
+        out.push((number, pattern));
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// A PCIe generation's link speed in transfers per second.
@@ -83,5 +142,79 @@ pub(crate) fn from_matches(
         nvlinks_per_gpu: NVLINKS_PER_GPU.get_opt(matches, file)?,
         pcie_speed,
         pcie_width: PCIE_WIDTH.get_opt(matches, file)?,
+        rail_neighbours: rail_neighbours(file.take(RAIL_NEIGHBOURS))?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `expected` section of `yaml` as the agent reads its config file.
+    fn inventory(yaml: &str) -> Result<Inventory, ConfigError> {
+        let root = match serde_saphyr::from_str::<Json>(yaml) {
+            Ok(Json::Object(root)) => root,
+            other => panic!("{yaml}: {other:?}"),
+        };
+        let mut file = File::new(root);
+        let matches = clap::Command::new("railscope").get_matches_from(["railscope"]);
+        let inventory = from_matches(&matches, &mut file)?;
+        file.finish()?;
+        Ok(inventory)
+    }
+
+    #[test]
+    fn rail_neighbours_take_rail_numbers_as_yaml_writes_them() {
+        let got = inventory(
+            "expected:\n  rail-neighbours:\n    3: \"^leaf-a3-\"\n    \"0\": \"^leaf-0[1-4]\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            got.rail_neighbours,
+            [(0, "^leaf-0[1-4]".to_owned()), (3, "^leaf-a3-".to_owned())]
+        );
+        assert_eq!(
+            inventory("expected:\n  gpus: 8\n").unwrap().rail_neighbours,
+            []
+        );
+    }
+
+    #[test]
+    fn bad_rail_neighbours_name_the_field() {
+        for (yaml, field, reason) in [
+            (
+                "expected:\n  rail-neighbours: \"^leaf\"\n",
+                "expected.rail-neighbours",
+                "expected a map from rail number",
+            ),
+            (
+                "expected:\n  rail-neighbours:\n    rail0: \"^leaf\"\n",
+                "expected.rail-neighbours.rail0",
+                "is not a rail number",
+            ),
+            (
+                "expected:\n  rail-neighbours:\n    1: \"^leaf-(\"\n",
+                "expected.rail-neighbours.1",
+                "not a regular expression",
+            ),
+            (
+                "expected:\n  rail-neighbours:\n    1: 7\n",
+                "expected.rail-neighbours.1",
+                "expected a regular expression in quotes",
+            ),
+            (
+                "expected:\n  rail-neighbours:\n    1: \"\"\n",
+                "expected.rail-neighbours.1",
+                "leave the rail out",
+            ),
+            (
+                "expected:\n  rail-neighbours:\n    \"01\": \"^a\"\n    1: \"^b\"\n",
+                "expected.rail-neighbours.",
+                "rail 1 is given twice",
+            ),
+        ] {
+            let err = inventory(yaml).unwrap_err().to_string();
+            assert!(err.contains(field) && err.contains(reason), "{yaml}: {err}");
+        }
+    }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use super::Report;
-use super::checks::Severity;
+use super::checks::{Severity, Table};
 
 /// The RUNBOOK anchor of an alert: its name in lower case.
 pub(crate) fn runbook(alert: &str) -> String {
@@ -86,6 +86,10 @@ pub(crate) fn text(report: &Report, color: bool) -> String {
                 let _ = writeln!(out, "           see:   {} ({alert})", runbook(alert));
             }
         }
+        if let Some(table) = step.table.as_ref().filter(|t| !t.rows.is_empty()) {
+            out.push('\n');
+            write_table(&mut out, table);
+        }
     }
     let _ = writeln!(out, "\nNCCL settings for this node:");
     if report.hints.settings.is_empty() {
@@ -109,13 +113,69 @@ pub(crate) fn text(report: &Report, color: bool) -> String {
     out
 }
 
+/// `table` with its columns padded to their widest cell, indented under the findings; an
+/// empty cell prints as `-`.
+fn write_table(out: &mut String, table: &Table) {
+    let cell = |c: &str| {
+        if c.is_empty() {
+            "-".to_owned()
+        } else {
+            c.to_owned()
+        }
+    };
+    let mut widths: Vec<usize> = table
+        .columns
+        .iter()
+        .map(|(_, title)| title.chars().count())
+        .collect();
+    for row in &table.rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell(c).chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: Vec<String>| {
+        let mut text = String::from("  ");
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(c);
+            } else {
+                text.push_str(c);
+                text.push_str(&" ".repeat(w - c.chars().count() + 2));
+            }
+        }
+        let _ = writeln!(out, "{}", text.trim_end());
+    };
+    line(
+        out,
+        table.columns.iter().map(|(_, t)| (*t).to_owned()).collect(),
+    );
+    for row in &table.rows {
+        line(out, row.iter().map(|c| cell(c)).collect());
+    }
+}
+
+/// A table as JSON: one object per row, keyed by the columns' keys.
+fn table_json(table: &Table) -> serde_json::Value {
+    json!({
+        "columns": table.columns.iter().map(|(k, t)| json!({"key": k, "title": t})).collect::<Vec<_>>(),
+        "rows": table.rows.iter().map(|row| {
+            table
+                .columns
+                .iter()
+                .zip(row)
+                .map(|((k, _), c)| ((*k).to_owned(), json!(c)))
+                .collect::<serde_json::Map<_, _>>()
+        }).collect::<Vec<_>>(),
+    })
+}
+
 /// The JSON report: one object, stable keys.
 pub(crate) fn json(report: &Report) -> String {
     let steps: Vec<_> = report
         .steps
         .iter()
         .map(|s| {
-            json!({
+            let mut step = json!({
                 "id": s.id,
                 "title": s.title,
                 "severity": s.findings.iter().map(|f| f.severity).max().unwrap_or(Severity::Skip).as_str(),
@@ -134,7 +194,11 @@ pub(crate) fn json(report: &Report) -> String {
                     "alert": f.alert,
                     "runbook": f.alert.map(runbook),
                 })).collect::<Vec<_>>(),
-            })
+            });
+            if let (Some(table), Some(object)) = (&s.table, step.as_object_mut()) {
+                object.insert("table".to_owned(), table_json(table));
+            }
+            step
         })
         .collect();
     let counts = tally(report);

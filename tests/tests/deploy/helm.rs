@@ -308,6 +308,54 @@ fn variants() -> Vec<Variant> {
             ],
         },
         Variant {
+            name: "neighbour",
+            values: json!({"neighbour": {"enabled": true}}),
+            component: Some("neighbour"),
+            added: &[],
+            removed: &[],
+            set: [
+                vec![
+                    c("securityContext/capabilities/add/0", json!("NET_RAW")),
+                    c("volumeMounts/2/name", json!("infiniband")),
+                    c("volumeMounts/2/mountPath", json!("/dev/infiniband")),
+                    c("volumeMounts/2/readOnly", json!(true)),
+                    p("volumes/2/name", json!("infiniband")),
+                    p("volumes/2/hostPath/path", json!("/dev/infiniband")),
+                    p("volumes/2/hostPath/type", json!("DirectoryOrCreate")),
+                    skip(8, "CKV_K8S_25"),
+                ],
+                uid_0(),
+            ]
+            .concat(),
+            gone: vec![],
+            skips: &[
+                ("CKV_K8S_23", "DaemonSet.railscope"),
+                ("CKV_K8S_25", "DaemonSet.railscope"),
+                ("CKV_K8S_40", "DaemonSet.railscope"),
+            ],
+        },
+        Variant {
+            name: "transceiver",
+            values: json!({"transceiver": {"enabled": true}}),
+            component: Some("transceiver"),
+            added: &[],
+            removed: &[],
+            set: [
+                vec![
+                    c("securityContext/capabilities/add/0", json!("NET_ADMIN")),
+                    skip(8, "CKV_K8S_25"),
+                ],
+                uid_0(),
+            ]
+            .concat(),
+            gone: vec![],
+            skips: &[
+                ("CKV_K8S_23", "DaemonSet.railscope"),
+                ("CKV_K8S_25", "DaemonSet.railscope"),
+                ("CKV_K8S_40", "DaemonSet.railscope"),
+            ],
+        },
+        Variant {
             name: "otlp",
             values: json!({"otlp": {"enabled": true}}),
             component: Some("otlp-push"),
@@ -431,6 +479,8 @@ fn everything() -> Value {
     json!({
         "workload": {"kubelet": {"enabled": true}},
         "kernelLog": {"enabled": true},
+        "neighbour": {"enabled": true},
+        "transceiver": {"enabled": true},
         "otlp": {"enabled": true},
         "webConfig": {"enabled": true, "existingSecret": "railscope-web", "tls": true},
         "config": {"log": {"level": "debug"}},

@@ -7,9 +7,10 @@
 //!   `packaging/kubernetes/schemas/*.json` (the prometheus-operator CRD fields railscope uses);
 //! * `checkov` finds nothing: every finding is fixed, or skipped on its object with a
 //!   `checkov.io/skipN: CKV_..=reason` annotation, and the skipped set is [`SKIPPED`];
-//! * the base with each component (workload-kubelet, kernel-log, otlp-push) does the same, the
-//!   components that run the container as uid 0 skipping [`SKIPPED_UID_0`] (and kernel-log
-//!   `CKV_K8S_25`, its added capability).
+//! * the base with each component (workload-kubelet, kernel-log, neighbour, transceiver,
+//!   otlp-push) does the same, the components that run the container as uid 0 skipping
+//!   [`SKIPPED_UID_0`] (and kernel-log, neighbour and transceiver `CKV_K8S_25`, their added
+//!   capability).
 //!
 //! Tools: `kubectl`, and `kubernetes-validate` and `checkov` from PyPI in a virtual
 //! environment, `$RAILSCOPE_K8S_VENV` (default `/opt/railscope-k8s`), whose Python also
@@ -402,13 +403,19 @@ const SKIPPED_UID_0: &[(&str, &str)] = &[
 ];
 
 /// The base with each component that changes the pod's security (workload-kubelet,
-/// kernel-log) renders, validates, and passes checkov with exactly the skips the component
+/// kernel-log, neighbour, transceiver) renders, validates, and passes checkov with exactly the skips the component
 /// adds, each with its reason.
 #[test]
 fn components_validate_and_pass_checkov() {
     let venv = venv();
     let dir = tempfile::tempdir().unwrap();
-    let components = ["workload-kubelet", "kernel-log", "otlp-push"];
+    let components = [
+        "workload-kubelet",
+        "kernel-log",
+        "otlp-push",
+        "neighbour",
+        "transceiver",
+    ];
     let mut files = Vec::new();
     for component in components {
         let overlay = dir.path().join(component);
@@ -427,15 +434,17 @@ fn components_validate_and_pass_checkov() {
     }
     let skipped = checkov(&venv, &files);
     let uid_0 = [SKIPPED, SKIPPED_UID_0].concat();
-    let syslog = [
+    let capability = [
         SKIPPED,
         SKIPPED_UID_0,
         &[("CKV_K8S_25", "DaemonSet.default.railscope")],
     ]
     .concat();
     assert_eq!(skipped[0], expected(&uid_0), "workload-kubelet");
-    assert_eq!(skipped[1], expected(&syslog), "kernel-log");
+    assert_eq!(skipped[1], expected(&capability), "kernel-log");
     assert_eq!(skipped[2], expected(SKIPPED), "otlp-push");
+    assert_eq!(skipped[3], expected(&capability), "neighbour");
+    assert_eq!(skipped[4], expected(&capability), "transceiver");
 }
 
 /// A kustomization, to be written in `dir`, of the base with `components`, in `namespace`.

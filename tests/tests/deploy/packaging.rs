@@ -106,6 +106,151 @@ fn kernel_log_drop_in_verifies_and_grants_only_the_kernel_log() {
     );
 }
 
+/// What `systemd-analyze security` says the unit in `dir` (with its drop-ins) may do: the
+/// capability and address-family checks it fails, and its device ACL. This is systemd's own
+/// reading of the merged settings, not the files' text.
+fn granted(unit: &Path) -> (Vec<String>, Vec<String>, String) {
+    let out = run(Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(unit));
+    let said = text(&out);
+    assert!(
+        out.status.success(),
+        "systemd-analyze security failed:\n{said}"
+    );
+    let failed = |prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = said
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("✗ "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter_map(|setting| setting.strip_prefix(prefix))
+            .map(str::to_owned)
+            .collect();
+        v.sort();
+        v
+    };
+    let devices = said
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("✗ DeviceAllow="))
+        .map(|l| l.trim().to_owned())
+        .unwrap_or_default();
+    (
+        failed("CapabilityBoundingSet=~"),
+        failed("RestrictAddressFamilies=~"),
+        devices,
+    )
+}
+
+/// The drop-in's settings, comment and section lines left out.
+fn settings(drop_in: &str) -> Vec<&str> {
+    drop_in
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty() && !l.starts_with('['))
+        .collect()
+}
+
+/// The unit with the drop-ins `names` (files of systemd/) in its `.d` folder.
+fn unit_with(dir: &Path, names: &[&str]) -> PathBuf {
+    let unit = unit_copy(dir);
+    let d = dir.join("railscope.service.d");
+    std::fs::create_dir_all(&d).unwrap();
+    for name in names {
+        std::fs::copy(workspace().join("systemd").join(name), d.join(name)).unwrap();
+    }
+    unit
+}
+
+/// The neighbour and transceiver drop-ins verify with the unit, alone and together, and
+/// grant exactly what their collectors need as systemd reads them: the neighbour drop-in
+/// CAP_NET_RAW, AF_PACKET and the umad devices; the transceiver drop-in CAP_NET_ADMIN; the
+/// unit alone no capability at all.
+#[test]
+fn neighbour_and_transceiver_drop_ins_grant_exactly_their_privileges() {
+    let neighbour =
+        std::fs::read_to_string(workspace().join("systemd/railscope-neighbour.conf")).unwrap();
+    assert_eq!(
+        settings(&neighbour),
+        [
+            "CapabilityBoundingSet=CAP_NET_RAW",
+            "AmbientCapabilities=CAP_NET_RAW",
+            "RestrictAddressFamilies=AF_PACKET",
+            "DeviceAllow=char-infiniband_mad rw"
+        ]
+    );
+    let transceiver =
+        std::fs::read_to_string(workspace().join("systemd/railscope-transceiver.conf")).unwrap();
+    assert_eq!(
+        settings(&transceiver),
+        [
+            "CapabilityBoundingSet=CAP_NET_ADMIN",
+            "AmbientCapabilities=CAP_NET_ADMIN"
+        ]
+    );
+    let families = ["AF_(INET|INET6)", "AF_NETLINK", "AF_UNIX"];
+    let bare = tempfile::tempdir().unwrap();
+    let (caps, afs, devices) = granted(&unit_with(bare.path(), &[]));
+    assert!(caps.is_empty(), "the unit alone grants {caps:?}");
+    assert_eq!(afs, families);
+    assert!(!devices.contains("infiniband_mad"), "{devices}");
+    for (names, want_caps, packet, umad) in [
+        (
+            &["railscope-neighbour.conf"][..],
+            &["CAP_NET_(BIND_SERVICE|BROADCAST|RAW)"][..],
+            true,
+            true,
+        ),
+        (
+            &["railscope-transceiver.conf"],
+            &["CAP_NET_ADMIN"],
+            false,
+            false,
+        ),
+        (
+            &["railscope-neighbour.conf", "railscope-transceiver.conf"],
+            &["CAP_NET_(BIND_SERVICE|BROADCAST|RAW)", "CAP_NET_ADMIN"],
+            true,
+            true,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let unit = unit_with(dir.path(), names);
+        assert_verifies(&unit);
+        let (caps, afs, devices) = granted(&unit);
+        let mut want_caps: Vec<&str> = want_caps.to_vec();
+        want_caps.sort();
+        assert_eq!(caps, want_caps, "{names:?}");
+        let mut want_afs: Vec<&str> = families.to_vec();
+        if packet {
+            want_afs.push("AF_PACKET");
+            want_afs.sort();
+        }
+        assert_eq!(afs, want_afs, "{names:?}");
+        assert_eq!(
+            devices.contains("char-infiniband_mad:rw"),
+            umad,
+            "{names:?}: {devices}"
+        );
+    }
+}
+
+/// The udev rule gives the railscope group (the Debian package's) the umad devices and
+/// nothing else of their class.
+#[test]
+fn umad_udev_rule_gives_the_railscope_group_umad_only() {
+    let rules = std::fs::read_to_string(workspace().join("packaging/udev/90-railscope-umad.rules"))
+        .unwrap();
+    let lines: Vec<&str> = rules
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    assert_eq!(
+        lines,
+        [r#"SUBSYSTEM=="infiniband_mad", KERNEL=="umad*", GROUP="railscope", MODE="0660""#]
+    );
+    let postinst = std::fs::read_to_string(workspace().join("packaging/debian/postinst")).unwrap();
+    assert!(postinst.contains("adduser --system --group"), "{postinst}");
+}
+
 /// The optional socket unit and the drop-in that makes the service use it verify with the
 /// unit: the socket starts railscope.service, which runs the agent with --web.systemd-socket.
 #[test]
@@ -585,6 +730,9 @@ fn debian_package_installs_runs_as_the_unit_would_and_removes() {
         "/usr/share/railscope/alerts/railscope.rules.yml",
         "/usr/share/railscope/alerts/alertmanager.example.yml",
         "/usr/share/railscope/systemd/railscope-kernel-log.conf",
+        "/usr/share/railscope/systemd/railscope-neighbour.conf",
+        "/usr/share/railscope/systemd/railscope-transceiver.conf",
+        "/usr/share/railscope/udev/90-railscope-umad.rules",
         "/usr/share/railscope/systemd/railscope.socket",
         "/usr/share/railscope/systemd/railscope-socket-activation.conf",
     ] {

@@ -2,7 +2,9 @@
 //! tree, and for the DGX tree with every fake NVML fixture; the faults fixtures' findings
 //! are exactly their documented faults; `--from` gives the same findings as a local run,
 //! over plain HTTP and over TLS with basic auth; NCCL variables in the environment that
-//! contradict the node are findings; the exit status is the verdict. Set `UPDATE_GOLDEN=1`
+//! contradict the node are findings; the exit status is the verdict; the cabling step on fleet
+//! nodes' scrapes plus neighbour series (golden), and against an agent that hears a real lldpd
+//! on a veth. Set `UPDATE_GOLDEN=1`
 //! to rewrite the golden files (`tests/golden/doctor/`) after an intended change.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -474,4 +476,467 @@ fn expected_inventory_from_the_config_and_from_a_running_agent() {
     let (code, remote) = doctor(&json_args(vec!["--from".to_owned(), url]), &[]);
     assert_eq!(code, 2);
     assert_eq!(findings(&remote), findings(&local));
+}
+
+/// Serves `text` as a Prometheus exposition at `http://ADDR/metrics` to every GET, from a
+/// thread of its own, for as long as the test runs.
+fn serve(text: String) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    addr
+}
+
+/// The neighbour series the `neighbour` collector exports for one link (status `status`,
+/// `neighbour` = (name, id, port, port description) when one is known), and `extra` far-end
+/// families as (family without `railscope_neighbour_`, value).
+fn neighbour_link(
+    (device, netdev, protocol): (&str, &str, &str),
+    status: &str,
+    neighbour: Option<(&str, &str, &str, &str)>,
+    extra: &[(&str, f64)],
+) -> String {
+    let key = format!(r#"device="{device}",port="1",netdev="{netdev}",protocol="{protocol}""#);
+    let mut out = vec![format!("railscope_neighbour_changes_total{{{key}}} 0")];
+    for s in [
+        "ok",
+        "no_frames",
+        "not_available",
+        "refused",
+        "no_permission",
+        "timeout",
+    ] {
+        out.push(format!(
+            r#"railscope_neighbour_status{{{key},status="{s}"}} {}"#,
+            u8::from(s == status)
+        ));
+    }
+    if let Some((name, id, port, description)) = neighbour {
+        out.push(format!(
+            r#"railscope_neighbour_info{{{key},neighbour="{name}",neighbour_id="{id}",neighbour_port="{port}",neighbour_port_description="{description}"}} 1"#
+        ));
+        out.push(format!(
+            "railscope_neighbour_last_seen_timestamp_seconds{{{key}}} 1764770000"
+        ));
+    }
+    for (family, value) in extra {
+        if let Some(on) = family.strip_prefix("pfc_enabled=") {
+            for p in 0..8 {
+                out.push(format!(
+                    r#"railscope_neighbour_pfc_enabled{{{key},priority="{p}"}} {}"#,
+                    u8::from(on.split(',').any(|o| o == p.to_string()))
+                ));
+            }
+        } else {
+            out.push(format!("railscope_neighbour_{family}{{{key}}} {value}"));
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// The cabling cases: (golden name, the fleet node's scrape, the neighbour series added).
+fn cabling_cases() -> Vec<(&'static str, &'static str, String)> {
+    // The DGX H100 node: eight NDR ports, rails 0-7 by GPU. Rail r's leaf is leaf-r<r>-*;
+    // rail 3's cable went to rail 2's leaf, rail 5's far end trained at 2X, mlx5_7's umad is
+    // not readable by the agent.
+    let mut dgx = String::from(
+        "railscope_inventory_expected_rail_neighbour_info{rail=\"0\",pattern=\"^leaf-r0-\"} 1\n",
+    );
+    for rail in 1..8 {
+        dgx.push_str(&format!(
+            "railscope_inventory_expected_rail_neighbour_info{{rail=\"{rail}\",pattern=\"^leaf-r{rail}-\"}} 1\n"
+        ));
+    }
+    // (device, rail, netdev) as the node's scrape says (the SMP links carry the port's IPoIB
+    // netdev, as the neighbour collector labels them there).
+    let scrape =
+        std::fs::read_to_string(workspace().join("tests/golden/h100-cx7-ndr-ib.prom")).unwrap();
+    let label_of = |line: &str, name: &str| {
+        line.split(&format!("{name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let rails: Vec<(String, String, String)> = scrape
+        .lines()
+        .filter(|l| l.starts_with("railscope_rail_info{"))
+        .map(|l| {
+            let device = label_of(l, "device");
+            let netdev = scrape
+                .lines()
+                .find(|p| {
+                    p.starts_with(&format!("railscope_neighbour_status{{device=\"{device}\""))
+                })
+                .map(|p| label_of(p, "netdev"))
+                .unwrap_or_default();
+            (device, label_of(l, "rail"), netdev)
+        })
+        .collect();
+    assert_eq!(rails.len(), 8, "the DGX node's rails");
+    for (n, (device, rail, netdev)) in rails.iter().enumerate() {
+        let device = device.as_str();
+        if device == "mlx5_7" {
+            dgx.push_str(&neighbour_link(
+                (device, "", "smp"),
+                "no_permission",
+                None,
+                &[],
+            ));
+            continue;
+        }
+        let leaf = if rail == "3" { "2" } else { rail.as_str() };
+        let width = if rail == "5" { 2.0 } else { 4.0 };
+        dgx.push_str(&neighbour_link(
+            (device, netdev, "smp"),
+            "ok",
+            Some((
+                &format!("leaf-r{leaf}-a MQM9790"),
+                &format!("0x0c42a10300a1b2{n:02x}"),
+                &format!("{}", 17 + n),
+                "",
+            )),
+            &[
+                ("link_width_lanes", width),
+                ("rate_bytes_per_second", 12.5e9 * width),
+            ],
+        ));
+    }
+    // The RoCE node: ens1f0np0 (MTU 1500) on a 9216-byte switch port with PFC on 3; ens1f1np1
+    // (MTU 4200) on a switch port left at 1518 bytes, lldpd reading its neighbour.
+    let mut roce = neighbour_link(
+        ("mlx5_0", "ens1f0np0", "lldp"),
+        "ok",
+        Some((
+            "tor-a07",
+            "b8:59:9f:0a:0b:0c",
+            "Ethernet1/12",
+            "node17 port 0",
+        )),
+        &[
+            ("ttl_seconds", 120.0),
+            ("max_frame_size_bytes", 9216.0),
+            ("pfc_enabled=3", 0.0),
+            ("pfc_willing", 0.0),
+        ],
+    );
+    roce.push_str(&neighbour_link(
+        ("mlx5_1", "ens1f1np1", "lldpd"),
+        "ok",
+        Some((
+            "tor-a07",
+            "b8:59:9f:0a:0b:0c",
+            "Ethernet1/13",
+            "node17 port 1",
+        )),
+        &[("ttl_seconds", 120.0), ("max_frame_size_bytes", 1518.0)],
+    ));
+    vec![
+        ("cabling-h100-cx7-ndr-ib", "h100-cx7-ndr-ib", dgx),
+        ("cabling-cx6dx-roce-2port", "cx6dx-roce-2port", roce),
+    ]
+}
+
+/// Doctor's cabling step on the fleet's nodes: a node's scrape (the golden exposition of its
+/// fixture tree) plus the neighbour series its switches would give, served as a running
+/// agent's, read with `--from`; the report (text and JSON) is golden.
+#[test]
+fn from_prints_the_cabling_table_of_fleet_nodes() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for (name, tree, neighbours) in cabling_cases() {
+        // The fixture node's own neighbour series (no umad, no LLDP there) make way for those of
+        // a cabled node.
+        let scrape: String =
+            std::fs::read_to_string(workspace().join(format!("tests/golden/{tree}.prom")))
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with("railscope_neighbour"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        let addr = serve(format!("{scrape}{neighbours}"));
+        let url = format!("http://{addr}/metrics");
+        for (ext, format) in [("txt", "text"), ("json", "json")] {
+            let (code, out) = doctor(
+                &[
+                    "--from".to_owned(),
+                    url.clone(),
+                    "--output".to_owned(),
+                    format.to_owned(),
+                    "--color".to_owned(),
+                    "never".to_owned(),
+                ],
+                &[],
+            );
+            assert!(
+                out.contains("Cabling") || out.contains("cabling"),
+                "{name}: {out}"
+            );
+            let out = out.replace(&url, "http://ADDR/metrics");
+            let path = golden(name, ext);
+            if update {
+                std::fs::write(&path, &out).unwrap();
+                continue;
+            }
+            let want = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_eq!(out, want, "{name}.{ext} differs from {}", path.display());
+            if ext == "json" {
+                assert_eq!(json(&out)["exit_code"].as_i64(), Some(code as i64));
+            }
+        }
+    }
+    // What the goldens must show, beyond being stable.
+    let dgx = std::fs::read_to_string(golden("cabling-h100-cx7-ndr-ib", "json")).unwrap();
+    let got = problems(&json(&dgx));
+    for want in [
+        ("warning", "rail_miscabled", "mlx5_3 port 1"),
+        ("warning", "neighbour_rate_lower", "mlx5_5 port 1"),
+    ] {
+        let want = (want.0.to_owned(), want.1.to_owned(), want.2.to_owned());
+        assert!(got.contains(&want), "{want:?} in {got:?}");
+    }
+    let roce = std::fs::read_to_string(golden("cabling-cx6dx-roce-2port", "txt")).unwrap();
+    assert!(roce.contains("ens1f1np1 has MTU 4200 (4218 B frames) but its switch port tor-a07 Ethernet1/13 takes frames of at most 1518 B"), "{roce}");
+    assert!(roce.contains("frame 9216 B, PFC 3"), "{roce}");
+}
+
+/// lldpd (Debian's package) in `ns` on `ifname`, with a private control socket; stopped and
+/// reaped when dropped.
+struct Lldpd {
+    child: std::process::Child,
+    ctl: PathBuf,
+}
+
+impl Lldpd {
+    fn start(ns: &railscope_tests::netns::Netns, ifname: &str) -> Lldpd {
+        // lldpd has no --version; -v prints its version and exits.
+        let runs = Command::new("lldpd")
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !runs {
+            railscope_tests::missing_tool("lldpd", "the Debian package lldpd");
+        }
+        let ctl = ns.dir().join("lldpd.ctl");
+        let conf = ns.dir().join("none.conf");
+        std::fs::write(&conf, "").unwrap();
+        let child = ns
+            .command("lldpd")
+            .args(["-d", "-k", "-i", "-u"])
+            .arg(&ctl)
+            .arg("-O")
+            .arg(&conf)
+            .args(["-I", ifname])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ctl.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "lldpd made no control socket"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Lldpd { child, ctl }
+    }
+
+    fn cli(&self, ns: &railscope_tests::netns::Netns, args: &str) {
+        let mut command = vec!["lldpcli", "-u", self.ctl.to_str().unwrap()];
+        command.extend(args.split(' '));
+        let out = ns.exec(&command);
+        assert!(out.status.success(), "lldpcli {args}: {out:?}");
+    }
+}
+
+impl Drop for Lldpd {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The cabling step against a real neighbour: lldpd on the far end of a veth (in a network
+/// namespace of its own) calls itself leaf-07 and announces a switch port that takes frames of
+/// at most 1518 bytes and PFC on priority 3; the agent (with CAP_NET_RAW: the test runs as
+/// root) hears it on its end, at MTU 9000. `railscope doctor --from` the agent lists the
+/// netdev's neighbour in the table, with the far end's frame size and PFC, and finds the MTU
+/// above the switch port's frame size.
+#[test]
+fn cabling_table_of_an_agent_hearing_lldpd() {
+    use railscope_tests::netns::Netns;
+    let peer = Netns::new("cabling-peer");
+    let host = Netns::new("cabling-host");
+    let (ours, theirs) = ("cbh0", "cbp0");
+    host.ip(&["link", "add", ours, "type", "veth", "peer", "name", theirs]);
+    host.ip(&["link", "set", theirs, "netns", peer.name()]);
+    host.ip(&["link", "set", ours, "mtu", "9000", "up"]);
+    peer.ip(&["link", "set", theirs, "mtu", "9000", "up"]);
+    let lldpd = Lldpd::start(&peer, theirs);
+    lldpd.cli(&peer, "configure system hostname leaf-07");
+    lldpd.cli(&peer, "configure lldp tx-interval 1");
+    // IEEE 802.1Qaz PFC Configuration (willing 0, capability 8, priority 3 enabled) and IEEE
+    // 802.3 Maximum Frame Size 1518 (0x05ee), as custom TLVs: lldpd sends neither of its own.
+    lldpd.cli(
+        &peer,
+        "configure lldp custom-tlv oui 00,80,c2 subtype 11 oui-info 08,08",
+    );
+    lldpd.cli(
+        &peer,
+        "configure lldp custom-tlv oui 00,12,0f subtype 4 oui-info 05,ee",
+    );
+    let agent = Agent::in_netns(
+        &host,
+        &[
+            "--path.sysfs",
+            "/sys",
+            "--collector.disable-defaults",
+            "--collector.neighbour",
+            "--collector.netdev",
+            "--collector.netdev.device-include",
+            &format!("^{ours}$"),
+            "--collector.neighbour.device-include",
+            &format!("^{ours}$"),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = agent.scrape();
+        if s.contains("railscope_neighbour_info{")
+            && s.contains("railscope_neighbour_max_frame_size_bytes{")
+            && s.contains("railscope_neighbour_pfc_enabled{")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no neighbour within 20 s:\n{s}\n{}",
+            agent.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let url = format!("http://{}/metrics", agent.addr);
+    let run = |format: &str| {
+        let out = host
+            .command(binary())
+            .args([
+                "doctor", "--from", &url, "--output", format, "--color", "never",
+            ])
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let (code, report) = run("json");
+    assert_eq!(code, Some(1), "{report}");
+    let report = json(&report);
+    let step = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "cabling")
+        .unwrap();
+    let rows = step["table"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{step:#}");
+    let row = &rows[0];
+    assert_eq!(row["netdev"], ours);
+    assert_eq!(row["neighbour"], "leaf-07");
+    assert_eq!(row["protocol"], "lldp");
+    assert_eq!(row["far_end"], "frame 1518 B, PFC 3");
+    assert_eq!(row["status"], "ok");
+    assert_eq!(
+        (row["device"].as_str(), row["rail"].as_str()),
+        (Some(""), Some(""))
+    );
+    let findings: Vec<(&str, &str, &str)> = step["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap(),
+                f["check"].as_str().unwrap(),
+                f["subject"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(findings, [("warning", "neighbour_frame_size", ours)]);
+    assert_eq!(
+        step["findings"][0]["alert"],
+        "RailscopeNeighbourMTUAboveFrameSize"
+    );
+    let (_, text) = run("text");
+    assert!(
+        text.contains(&format!(
+            "{ours} has MTU 9000 (9018 B frames) but its switch port leaf-07"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("frame 1518 B, PFC 3  ok"), "{text}");
+}
+
+/// `expected.rail-neighbours` from the config file: the agent exports each rail's pattern for
+/// the rules and doctor; a pattern that is not a regular expression stops the agent and doctor
+/// at start-up, naming the rail's key.
+#[test]
+fn rail_neighbour_patterns_from_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("railscope.yml");
+    std::fs::write(
+        &config,
+        "expected:\n  rail-neighbours:\n    0: \"^leaf-r0-\"\n    \"3\": '^leaf-a3-\\d+'\n",
+    )
+    .unwrap();
+    let agent = Agent::fixture(DGX, &["--config.file", config.to_str().unwrap()]);
+    let scrape = agent.scrape();
+    let lines: Vec<&str> = scrape
+        .lines()
+        .filter(|l| l.starts_with("railscope_inventory_expected_rail_neighbour_info"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"railscope_inventory_expected_rail_neighbour_info{rail="0",pattern="^leaf-r0-"} 1"#,
+            r#"railscope_inventory_expected_rail_neighbour_info{rail="3",pattern="^leaf-a3-\\d+"} 1"#,
+        ],
+        "{scrape}"
+    );
+    railscope_tests::promtool_check_metrics(&scrape);
+    let bad = dir.path().join("bad.yml");
+    std::fs::write(&bad, "expected:\n  rail-neighbours:\n    2: \"^leaf-(\"\n").unwrap();
+    for command in [vec![], vec!["doctor"]] {
+        let out = Command::new(binary())
+            .args(&command)
+            .args(["--config.file", bad.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("expected.rail-neighbours.2")
+                && stderr.contains("not a regular expression"),
+            "{command:?}: {stderr}"
+        );
+    }
 }

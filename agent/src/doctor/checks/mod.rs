@@ -1,6 +1,6 @@
 //! The checks, in the order an expert works through a node whose NCCL bandwidth is low:
 //! hardware present and up, link rate and width, PCIe, MTU, GIDs, PFC, GPUDirect RDMA,
-//! GPU↔NIC distance, NVLink, GPU health, the kernel log, the physical layer. Each reads [`Facts`] only and
+//! GPU↔NIC distance, NVLink, GPU health, the kernel log, the physical layer, the cabling. Each reads [`Facts`] only and
 //! mirrors the alert of the same name (same condition, same severity), so what doctor says
 //! on a node is what the alerts say about it.
 //!
@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use super::facts::{Facts, Sample};
 
+mod cabling;
 mod devices;
 mod gid;
 mod gpu_health;
@@ -30,6 +31,7 @@ mod rules;
 mod tests;
 mod topology;
 
+use cabling::cabling;
 use devices::devices;
 use gid::gid;
 use gpu_health::gpu_health;
@@ -96,6 +98,16 @@ pub(crate) struct Step {
     pub(crate) id: &'static str,
     pub(crate) title: &'static str,
     pub(crate) findings: Vec<Finding>,
+    /// What the step read, row by row, where a list says more than findings (the cabling).
+    pub(crate) table: Option<Table>,
+}
+
+/// A table of a step: `(key, title)` per column (the key names the column in JSON), and
+/// rows of as many cells.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Table {
+    pub(crate) columns: Vec<(&'static str, &'static str)>,
+    pub(crate) rows: Vec<Vec<String>>,
 }
 
 /// The NCCL settings doctor derived, and why.
@@ -342,7 +354,9 @@ pub(crate) fn run(facts: &Facts, env: &[(String, String)]) -> (Vec<Step>, NcclHi
         id,
         title,
         findings,
+        table: None,
     };
+    let (cabling_findings, cabling_table) = cabling(&node);
     let mut steps = vec![
         step(
             "devices",
@@ -368,6 +382,12 @@ pub(crate) fn run(facts: &Facts, env: &[(String, String)]) -> (Vec<Step>, NcclHi
             "Physical layer (transceivers, PHY link state, NIC firmware health)",
             physical(&node),
         ),
+        Step {
+            id: "cabling",
+            title: "Cabling (who is at the far end of each port)",
+            findings: cabling_findings,
+            table: cabling_table,
+        },
     ];
     nccl_hints(&node, &mut hints);
     let env_findings = nccl_environment(&node, &hints, env);
@@ -376,6 +396,7 @@ pub(crate) fn run(facts: &Facts, env: &[(String, String)]) -> (Vec<Step>, NcclHi
             id: "nccl",
             title: "NCCL environment",
             findings: env_findings,
+            table: None,
         });
     }
     (steps, hints)

@@ -5,6 +5,7 @@
 use super::{Finding, Severity, run};
 use crate::doctor::facts::Facts;
 
+mod cabling;
 mod devices;
 mod gid;
 mod gpu_health;
