@@ -655,7 +655,7 @@ local lib = import '../lib/rules.libsonnet';
               summary: 'Switch {{ $labels.neighbour }}: errors or flaps on ports of {{ $value }} nodes behind it ({{ $sep := "" }}{{ range printf `count by (instance) (railscope:neighbour_port_faults:info{' + m + '})`' + args + ' | query | sortByLabel "instance" }}{{ $sep }}{{ label "instance" . }}{{ $sep = ", " }}{{ end }})',
               description: '{{ $sep := "" }}Ports behind the switch with errors or flaps: '
                            + '{{ range printf ' + ports + args + ' | query | sortByLabel "instance" }}'
-                           + '{{ $sep }}{{ label "instance" . }} {{ with label "device" . }}{{ . }} port {{ label "port" . }}{{ else }}{{ label "netdev" . }}{{ end }} (switch port {{ label "neighbour_port" . }}: {{ label "fault" . }}){{ $sep = ", " }}{{ end }}'
+                           + '{{ $sep }}{{ label "instance" . }} {{ if label "device" . }}{{ label "device" . }} port {{ label "port" . }}{{ else }}{{ label "netdev" . }}{{ end }} (switch port {{ label "neighbour_port" . }}: {{ label "fault" . }}){{ $sep = ", " }}{{ end }}'
                            + '. Several nodes failing on one switch at once point at the switch (a line card, its power or cooling, a firmware fault), not at each cable: look at the switch first. The ports\' own alerts are held back beneath this one.',
             },
           },
