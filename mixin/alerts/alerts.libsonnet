@@ -644,7 +644,9 @@ local lib = import '../lib/rules.libsonnet';
           {
             alert: 'RailscopeSwitchSuspect',
             expr: |||
-              railscope:neighbour_faulty_nodes:count >= %(switchSuspectNodes)s
+              count by (%(cluster)s, neighbour) (
+                max by (%(cluster)s, neighbour, instance) (railscope:neighbour_port_faults:info)
+              ) >= %(switchSuspectNodes)s
             ||| % p,
             'for': '5m',
             labels: { severity: 'warning' },

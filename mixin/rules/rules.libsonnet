@@ -328,7 +328,7 @@ local lib = import '../lib/rules.libsonnet';
           // the conditions of the ports' own alerts (RailscopeSymbolErrorsAboveBER,
           // RailscopeReceiveErrors, RailscopeLinkFlapping, RailscopeNetdevLinkFlapping,
           // RailscopeFECUncorrectableBlocks, RailscopeRoCERetransmissions), without their `for`.
-          // RailscopeSwitchSuspect counts the nodes behind each switch here.
+          // RailscopeSwitchSuspect counts the nodes behind each switch here (fleet-wide).
           {
             record: 'railscope:neighbour_port_faults:info',
             expr: (
@@ -454,15 +454,6 @@ local lib = import '../lib/rules.libsonnet';
                   max_over_time(railscope:nvlink_domain_gpus:reporting[%(nvlinkDomainLookback)s]),
                   %(nvlinkDomainGPUs)s
                 )
-              )
-            ||| % p,
-          },
-          // Nodes behind each switch (by name) whose ports show an error or flap signal now.
-          {
-            record: 'railscope:neighbour_faulty_nodes:count',
-            expr: |||
-              count by (%(cluster)s, neighbour) (
-                max by (%(cluster)s, neighbour, instance) (railscope:neighbour_port_faults:info)
               )
             ||| % p,
           },

@@ -84,6 +84,19 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_devlink_health_reporter_recoveries_total",
     "railscope_devlink_health_reporter_last_dump_timestamp_seconds",
     "railscope_devlink_version_info",
+    // The switch at the far end (neighbour collector): LLDP frames and SMP answers come only on
+    // a live link (tests/tests/net/lldp.rs against lldpd; the SMP reader's tests on byte
+    // replies); fixture trees have neither.
+    "railscope_neighbour_info",
+    "railscope_neighbour_status",
+    "railscope_neighbour_changes_total",
+    "railscope_neighbour_last_seen_timestamp_seconds",
+    "railscope_neighbour_ttl_seconds",
+    "railscope_neighbour_max_frame_size_bytes",
+    "railscope_neighbour_pfc_enabled",
+    "railscope_neighbour_pfc_willing",
+    "railscope_neighbour_link_width_lanes",
+    "railscope_neighbour_rate_bytes_per_second",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
 ];
