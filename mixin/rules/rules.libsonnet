@@ -315,11 +315,11 @@ local lib = import '../lib/rules.libsonnet';
           {
             record: 'railscope:port_neighbour:info',
             expr: |||
-              max by (%(cluster)s, instance, device, port, netdev, neighbour, neighbour_port) (railscope_neighbour_info{%(selector)s})
+              max by (%(cluster)s, instance, job, device, port, netdev, neighbour, neighbour_port) (railscope_neighbour_info{%(selector)s})
               * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
               or on (%(cluster)s, instance, device, port, netdev)
               label_replace(
-                max by (%(cluster)s, instance, device, port, netdev, neighbour, neighbour_port) (railscope_neighbour_info{%(selector)s}),
+                max by (%(cluster)s, instance, job, device, port, netdev, neighbour, neighbour_port) (railscope_neighbour_info{%(selector)s}),
                 "rail", "none", "", ""
               )
             ||| % p,
@@ -385,7 +385,7 @@ local lib = import '../lib/rules.libsonnet';
             record: 'railscope:rail_neighbour:info',
             expr: |||
               label_replace(
-                max by (%(cluster)s, instance, rail, neighbour) (railscope:port_neighbour:info{rail!="none", neighbour!=""}),
+                max by (%(cluster)s, instance, job, rail, neighbour) (railscope:port_neighbour:info{rail!="none", neighbour!=""}),
                 "neighbour_group", "$1", "neighbour", "%(neighbourGroupRegex)s"
               )
             ||| % p,

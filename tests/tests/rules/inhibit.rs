@@ -331,10 +331,30 @@ fn one_fault_is_one_notification() {
         ],
     );
     for (name, instance, device, neighbour) in [
-        ("RailscopeSymbolErrorsAboveBER", "s1", "mlx5_3", "MF0;leaf-r3:MQM9700/U1"),
-        ("RailscopeLinkFlapping", "s2", "mlx5_3", "MF0;leaf-r3:MQM9700/U1"),
-        ("RailscopeSymbolErrorsAboveBER", "s3", "mlx5_3", "MF0;leaf-r4:MQM9700/U1"),
-        ("RailscopePortDown", "s1", "mlx5_4", "MF0;leaf-r3:MQM9700/U1"),
+        (
+            "RailscopeSymbolErrorsAboveBER",
+            "s1",
+            "mlx5_3",
+            "MF0;leaf-r3:MQM9700/U1",
+        ),
+        (
+            "RailscopeLinkFlapping",
+            "s2",
+            "mlx5_3",
+            "MF0;leaf-r3:MQM9700/U1",
+        ),
+        (
+            "RailscopeSymbolErrorsAboveBER",
+            "s3",
+            "mlx5_3",
+            "MF0;leaf-r4:MQM9700/U1",
+        ),
+        (
+            "RailscopePortDown",
+            "s1",
+            "mlx5_4",
+            "MF0;leaf-r3:MQM9700/U1",
+        ),
     ] {
         let severity = severity(name);
         fire(
