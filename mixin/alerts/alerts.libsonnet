@@ -640,7 +640,8 @@ local lib = import '../lib/rules.libsonnet';
           // LLDP or the IB NodeDescription) at once: the switch, not the nodes' cables. One
           // alert per switch naming its faulty ports and nodes; it hides those ports' own
           // alerts (alerts/alertmanager.example.yml, equal `neighbour`). Its `for` is shorter
-          // than theirs, so that it is there first.
+          // than that of the error alerts (10 and 15 minutes), so that it is there first; the
+          // flap alerts have none and may come first, then are held back while it fires.
           {
             alert: 'RailscopeSwitchSuspect',
             expr: |||
