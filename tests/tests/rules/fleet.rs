@@ -207,14 +207,24 @@ fn copy_tree(from: &Path, to: &Path) {
     );
 }
 
-/// Adds `words` to a PMA data counter file.
+/// Adds `words` to a PMA data counter file. The new value is written beside the node's tree
+/// and renamed over the counter, so that the agent never reads the file truncated and empty
+/// (`fs::write` truncates first): that read is an error of its collector.
 fn bump(path: &Path, words: u64) {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let v: u64 = std::fs::read_to_string(path)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    std::fs::write(path, format!("{}\n", v + words)).unwrap();
+    let root = path
+        .ancestors()
+        .find(|a| a.ends_with("sys"))
+        .and_then(Path::parent)
+        .unwrap();
+    let tmp = root.join(format!(".bump-{}", N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::write(&tmp, format!("{}\n", v + words)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
 }
 
 fn wait_http(port: u16, path: &str) {
