@@ -175,11 +175,14 @@
     },
     // The leaf group of a switch, for RailscopeRailMiscabled: a regular expression on the
     // neighbour's name (anchored, as label_replace anchors it) whose first group names the
-    // group, e.g. '(su[0-9]+-rail[0-9]+)-leaf.*' where a rail spans several leaves named by
-    // scalable unit. The default, '(.*)', makes each switch its own group: right where each
+    // group, e.g. 'su[0-9]+-(rail[0-9]+)-.*' where a rail spans several leaves named by
+    // scalable unit (su3-rail4-leaf: group rail4; a rail-4 port on a rail-5 leaf fires, one on
+    // another unit's rail-4 leaf does not). The default, '(.*)', makes each switch its own group: right where each
     // rail has one leaf (a fleet of up to one leaf's worth of nodes); where a rail spans
     // several leaves none of them holds a majority, and the alert stays silent until this
     // names the groups. A name the expression does not match is in no group (never checked).
+    // It goes into a PromQL string in double quotes, where a backslash is written twice: the
+    // regex `\d` is `'\\\\d'` in jsonnet; classes (`[0-9]`) need none.
     neighbourGroupRegex: '(.*)',
     // How far back RailscopePortGone, RailscopeGPUGone and RailscopeNVLinkGone look for a
     // device the node had: one gone longer ago than this stops alerting (and a range this long

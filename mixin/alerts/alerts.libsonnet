@@ -209,13 +209,15 @@ local lib = import '../lib/rules.libsonnet';
       ]
     },
     local neighbourSuffix = '{{ with $labels.neighbour }} → {{ . }} port {{ $labels.neighbour_port }}{{ end }}',
+    // (`topk`: one switch per port or netdev even if two links ever named one, so that the
+    // join can never fail and take the alert with it.)
     local withNeighbour(x, on) =
       local info = 'railscope:port_neighbour:info{%s!=""}' % (if on == 'netdev' then 'netdev' else 'device');
       |||
         (
           %(x2)s
         )
-        * on (%(cluster)s, instance, %(on)s) group_left (neighbour, neighbour_port) %(info)s
+        * on (%(cluster)s, instance, %(on)s) group_left (neighbour, neighbour_port) topk by (%(cluster)s, instance, %(on)s) (1, %(info)s)
         or
         (
           %(x2)s
