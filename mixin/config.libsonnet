@@ -144,6 +144,24 @@
       // and fw_fatal (tx, rx: a queue recovered) counted in an hour above this. An error of
       // fw fires at the first.
       devlinkReporterErrors: 3,
+
+      // The switch at the far end of each link (the neighbour collector: LLDP, IB SMPs).
+      //
+      // RailscopeSwitchSuspect: ports of at least this many different nodes behind one
+      // switch (the same neighbour name) show errors or flaps at once (railscope:neighbour_port_faults:info:
+      // symbol errors above the BER limit, receive errors, link flaps, FEC uncorrectable
+      // blocks, RoCE retransmissions, each at the level of its own port alert).
+      switchSuspectNodes: 2,
+      // RailscopeRailMiscabled: a node's rail port lands on another leaf group than the
+      // group that holds more than this share of the rail's nodes (0.5: a strict majority;
+      // at least 0.5, so that a rail has one majority group at most) ...
+      railMiscabledMajority: 0.5,
+      // ... on rails where at least this many nodes report a neighbour.
+      railMiscabledMinNodes: 3,
+      // RailscopeNeighbourFrameSizeBelowMTU: bytes a frame carries beyond the netdev's MTU:
+      // 14 of Ethernet header and 4 of FCS. Set 22 where every frame is VLAN-tagged (RoCE
+      // marking its priority by PCP sends 802.1Q-tagged frames: 4 more bytes).
+      neighbourFrameOverheadBytes: 18,
     },
 
     // XIDs by NVIDIA's catalogue action (alerts/RUNBOOK.md has the table).
@@ -155,6 +173,17 @@
       // Usually the application's fault: RailscopeGPUXidApplication.
       application: [13, 31, 43, 45],
     },
+    // The leaf group of a switch, for RailscopeRailMiscabled: a regular expression on the
+    // neighbour's name (anchored, as label_replace anchors it) whose first group names the
+    // group, e.g. 'su[0-9]+-(rail[0-9]+)-.*' where a rail spans several leaves named by
+    // scalable unit (su3-rail4-leaf: group rail4; a rail-4 port on a rail-5 leaf fires, one on
+    // another unit's rail-4 leaf does not). The default, '(.*)', makes each switch its own group: right where each
+    // rail has one leaf (a fleet of up to one leaf's worth of nodes); where a rail spans
+    // several leaves none of them holds a majority, and the alert stays silent until this
+    // names the groups. A name the expression does not match is in no group (never checked).
+    // It goes into a PromQL string in double quotes, where a backslash is written twice: the
+    // regex `\d` is `'\\\\d'` in jsonnet; classes (`[0-9]`) need none.
+    neighbourGroupRegex: '(.*)',
     // How far back RailscopePortGone, RailscopeGPUGone and RailscopeNVLinkGone look for a
     // device the node had: one gone longer ago than this stops alerting (and a range this long
     // is read for every port, GPU and link at each evaluation).

@@ -282,8 +282,10 @@ RUNBOOK_RE = re.compile(r"HELMRUNBOOK([a-z0-9]+)HELMEND")
 # The expression parameters that are `_config` strings, by their name in the expressions.
 # The durations among them, each its own `_config` key of the same name.
 DURATION_KEYS = ["goneLookback", "nvlinkFecWindow", "nvlinkDomainLookback"]
-STRING_PARAMS = {"selector": "railscopeSelector", "cluster": "clusterLabel", **{k: k for k in DURATION_KEYS}}
-STRING_KEYS = ["railscopeSelector", "clusterLabel", "runbookURLPattern", *DURATION_KEYS]
+# Parameters that are text other than durations (a regular expression).
+TEXT_KEYS = ["neighbourGroupRegex"]
+STRING_PARAMS = {"selector": "railscopeSelector", "cluster": "clusterLabel", **{k: k for k in DURATION_KEYS + TEXT_KEYS}}
+STRING_KEYS = ["railscopeSelector", "clusterLabel", "runbookURLPattern", *DURATION_KEYS, *TEXT_KEYS]
 XID_PARAMS = {"xidHardware": "hardware", "xidWarning": "warning", "xidApplication": "application"}
 
 
@@ -346,7 +348,7 @@ def chart_values(rendered, used):
     config = rendered["config"]
     thresholds = {k: v for k, v in config["thresholds"].items() if k in used}
     return {"railscopeSelector": config["railscopeSelector"], "clusterLabel": config["clusterLabel"],
-            "runbookURLPattern": config["runbookURLPattern"], **{k: config[k] for k in DURATION_KEYS},
+            "runbookURLPattern": config["runbookURLPattern"], **{k: config[k] for k in DURATION_KEYS + TEXT_KEYS},
             "thresholds": thresholds, "xids": config["xids"]}
 
 
@@ -378,6 +380,7 @@ DESCRIPTIONS = {
     "goneLookback": "How far back the *Gone alerts look for a device the node had.",
     "nvlinkFecWindow": "The window of RailscopeNVLinkFECHistoryRising's rate of high-bin FEC codewords.",
     "nvlinkDomainLookback": "How far back the expected GPUs of an NVLink domain look.",
+    "neighbourGroupRegex": "The leaf group of a switch name for RailscopeRailMiscabled: its first group.",
 }
 
 
@@ -432,6 +435,7 @@ def params_schema(defaults, bins):
             "clusterLabel": {"type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"},
             "runbookURLPattern": {"type": "string", "pattern": "^[^%]*%s[^%]*$"},
             **{k: {"type": "string", "pattern": "^([0-9]+(ms|s|m|h|d|w|y))+$"} for k in DURATION_KEYS},
+            **{k: {"type": "string", "minLength": 1} for k in TEXT_KEYS},
             "thresholds": {"type": "object", "additionalProperties": False,
                            "properties": {k: binned.get(k, number) for k in defaults["thresholds"]}},
             "xids": {"type": "object", "additionalProperties": False,

@@ -158,7 +158,106 @@ local lib = import '../lib/rules.libsonnet';
     // netdev, in a template.
     local thrValue(metric, level, fmt) =
       "{{ with printf `%s{%s,%s='%%s',instance='%%s',netdev='%%s',level='%s'}` (or $labels.%s \"\") $labels.instance $labels.netdev | query }}{{ . | first | value | %s }}{{ else }}none{{ end }}" % [metric, p.selector, p.cluster, level, p.cluster, fmt],
-    groups+: lib.finish($._config, [
+    // The alerts on a port or netdev that name the switch port at its far end when it is
+    // known: each gets the labels `neighbour` and `neighbour_port` from
+    // railscope:port_neighbour:info (joined on the RDMA port, or for netdev alerts on the
+    // netdev), and its summary ends with "→ <switch> port <port>". A port whose neighbour is
+    // not known fires as before, without them: the alert never waits for the neighbour. The
+    // labels let Alertmanager inhibit them beneath RailscopeSwitchSuspect (same `neighbour`).
+    // A neighbour that appears or changes while the alert fires makes it a new alert.
+    local neighbourOn = {
+      [a]: 'device, port'
+      for a in [
+        'RailscopePortDown',
+        'RailscopePortRateBelowExpected',
+        'RailscopePortWidthBelowExpected',
+        'RailscopeLinkFlapping',
+        'RailscopeSymbolErrorsAboveBER',
+        'RailscopeLinkErrorRecovery',
+        'RailscopeReceiveErrors',
+        'RailscopePmaCounterSaturated',
+        'RailscopeRoCEMTUBelow4096',
+        'RailscopeRoCEPortWithoutV2GID',
+        'RailscopeGIDTableChanged',
+        'RailscopeRoCERetransmissions',
+        'RailscopeRDMAOutOfBuffer',
+        'RailscopeCNPSurge',
+        'RailscopeRailImbalance',
+        'RailscopePortRateBelowPeers',
+        'RailscopePortWidthBelowPeers',
+        'RailscopeMTUMismatch',
+      ]
+    } + {
+      [a]: 'netdev'
+      for a in [
+        'RailscopePFCPauseStorm',
+        'RailscopePFCStormEvents',
+        'RailscopeTransceiverRxPowerLowWarning',
+        'RailscopeTransceiverRxPowerLowAlarm',
+        'RailscopeTransceiverLaneImbalance',
+        'RailscopeTransceiverTxOutOfRange',
+        'RailscopeTransceiverLossOfSignal',
+        'RailscopeTransceiverFault',
+        'RailscopeTransceiverAlarmFlag',
+        'RailscopeTransceiverTemperatureHigh',
+        'RailscopeTransceiverUnreadable',
+        'RailscopePreFECBERHigh',
+        'RailscopeFECUncorrectableBlocks',
+        'RailscopeNetdevLinkFlapping',
+        'RailscopeNetdevLinkDownReason',
+        'RailscopeNeighbourPFCMismatch',
+      ]
+    },
+    local neighbourSuffix = '{{ with $labels.neighbour }} → {{ . }} port {{ $labels.neighbour_port }}{{ end }}',
+    // (`topk`: one switch per port or netdev even if two links ever named one, so that the
+    // join can never fail and take the alert with it.)
+    local withNeighbour(x, on) =
+      local info = 'railscope:port_neighbour:info{%s!=""}' % (if on == 'netdev' then 'netdev' else 'device');
+      |||
+        (
+          %(x2)s
+        )
+        * on (%(cluster)s, instance, %(on)s) group_left (neighbour, neighbour_port) topk by (%(cluster)s, instance, %(on)s) (1, %(info)s)
+        or
+        (
+          %(x2)s
+        )
+        unless on (%(cluster)s, instance, %(on)s) %(info)s
+      ||| % (p { x2: indented(x, '  '), on: on, info: info }),
+    local neighbourAlerts(groups) =
+      local unknown = [a for a in std.objectFields(neighbourOn) if !std.member([r.alert for g in groups for r in g.rules], a)];
+      assert std.length(unknown) == 0 : 'neighbourOn names no alert: ' + std.join(', ', unknown);
+      [
+        g {
+          rules: [
+            if std.objectHas(neighbourOn, r.alert) then r {
+              expr: withNeighbour(r.expr, neighbourOn[r.alert]),
+              annotations+: { summary: super.summary + neighbourSuffix },
+            } else r
+            for r in g.rules
+          ],
+        }
+        for g in groups
+      ],
+    // How the neighbour alerts name a link: the node, the RDMA port and/or netdev, the rail.
+    local link = '{{ $labels.instance }} {{ with $labels.netdev }}{{ . }} {{ end }}({{ with $labels.device }}{{ . }} port {{ $labels.port }}, {{ end }}rail {{ $labels.rail }})',
+    // A neighbour series `x` (labels device, port, netdev, protocol) with the rail and the
+    // switch's name and port from railscope:port_neighbour:info, or rail "none" where the
+    // link has no neighbour known.
+    local neighbourLink(x) = |||
+      (
+        %(x2)s
+      )
+      * on (%(cluster)s, instance, device, port, netdev) group_left (rail, neighbour, neighbour_port) railscope:port_neighbour:info
+      or on (%(cluster)s, instance, device, port, netdev)
+      label_replace(
+        (
+          %(x4)s
+        ),
+        "rail", "none", "", ""
+      )
+    ||| % (p { x2: indented(x, '  '), x4: indented(x, '    ') }),
+    groups+: lib.finish($._config, neighbourAlerts([
       {
         name: 'railscope.fabric',
         rules: [
@@ -537,6 +636,58 @@ local lib = import '../lib/rules.libsonnet';
             annotations: {
               summary: 'Rail {{ $labels.rail }} logs {{ $value | humanize }} link errors/s across the fleet, over %(railErrorsMedianFactor)sx the median rail' % p,
               description: "Errors concentrated on one rail across many nodes point at that rail's leaf switch or its cabling, not at the nodes.",
+            },
+          },
+          // Errors or flaps on the ports of several nodes behind one switch (by its name, from
+          // LLDP or the IB NodeDescription) at once: the switch, not the nodes' cables. One
+          // alert per switch naming its faulty ports and nodes; it hides those ports' own
+          // alerts (alerts/alertmanager.example.yml, equal `neighbour`). Its `for` is shorter
+          // than that of the error alerts (10 and 15 minutes), so that it is there first; the
+          // flap alerts have none and may come first, then are held back while it fires.
+          {
+            alert: 'RailscopeSwitchSuspect',
+            expr: |||
+              count by (%(cluster)s, neighbour) (
+                max by (%(cluster)s, neighbour, instance) (railscope:neighbour_port_faults:info)
+              ) >= %(switchSuspectNodes)s
+            ||| % p,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              local m = "%(cluster)s='%%[1]s', neighbour='%%[2]s'" % p,
+              local args = ' (or $labels.%(cluster)s "") $labels.neighbour' % p,
+              local ports = '`max by (instance, device, port, netdev, neighbour_port, fault) (railscope:neighbour_port_faults:info{' + m + '})`',
+              summary: 'Switch {{ $labels.neighbour }}: errors or flaps on ports of {{ $value }} nodes behind it ({{ $sep := "" }}{{ range printf `count by (instance) (railscope:neighbour_port_faults:info{' + m + '})`' + args + ' | query | sortByLabel "instance" }}{{ $sep }}{{ label "instance" . }}{{ $sep = ", " }}{{ end }})',
+              description: '{{ $sep := "" }}Ports behind the switch with errors or flaps: '
+                           + '{{ range printf ' + ports + args + ' | query | sortByLabel "instance" }}'
+                           + '{{ $sep }}{{ label "instance" . }} {{ if label "device" . }}{{ label "device" . }} port {{ label "port" . }}{{ else }}{{ label "netdev" . }}{{ end }} (switch port {{ label "neighbour_port" . }}: {{ label "fault" . }}){{ $sep = ", " }}{{ end }}'
+                           + '. Several nodes failing on one switch at once point at the switch (a line card, its power or cooling, a firmware fault), not at each cable: look at the switch first. The ports\' own alerts are held back beneath this one.',
+            },
+          },
+          // A node whose rail port lands on another leaf group than the rail's majority group
+          // (railscope:rail_neighbour_group:majority: more than railMiscabledMajority of the
+          // rail's nodes, on a rail with at least railMiscabledMinNodes reporting a switch).
+          // The group is the switch's name by default (neighbourGroupRegex): right where each
+          // rail has one leaf; where a rail spans several leaves no leaf has a majority and it
+          // stays silent until neighbourGroupRegex names the groups. A rail without a majority
+          // group never fires.
+          {
+            alert: 'RailscopeRailMiscabled',
+            expr: |||
+              max by (%(cluster)s, instance, rail, neighbour, expected_neighbour) (
+                (
+                  railscope:rail_neighbour:info{neighbour_group!=""}
+                  unless on (%(cluster)s, rail, neighbour_group) railscope:rail_neighbour_group:majority
+                )
+                * on (%(cluster)s, rail) group_left (expected_neighbour)
+                (0 * label_replace(railscope:rail_neighbour_group:majority, "expected_neighbour", "$1", "neighbour_group", "(.*)") + 1)
+              )
+            ||| % p,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.instance }} rail {{ $labels.rail }} is cabled to {{ $labels.neighbour }}, not to {{ $labels.expected_neighbour }} as most of its peers on the rail',
+              description: "More than %(railMiscabledMajorityPercent)s%% of the rail's nodes reach leaf group {{ $labels.expected_neighbour }} on this rail (by neighbourGroupRegex on the switch name); this node's rail port reaches {{ $labels.neighbour }}. Traffic of the rail crosses the spine from this node, or the cable is in another rail's leaf: NCCL's rail-local paths break. Check the cabling plan." % p,
             },
           },
           // A multi-node NVLink domain (an NVL72 rack: 18 trays of 4 GPUs in one clique) with
@@ -1576,6 +1727,126 @@ local lib = import '../lib/rules.libsonnet';
           },
         ],
       },
-    ]),
+      {
+        // The switch at the far end of each link (the neighbour collector): its settings that
+        // the host's must match, and a neighbour that changed.
+        name: 'railscope.neighbour',
+        rules: [
+          // IB: the switch port's own PortInfo (SMP) says it runs slower or narrower than the
+          // host's port. Both ends of a link train together, so a difference that lasts past
+          // the next SMP query (every 10 minutes) is a switch port set or stuck at a lower
+          // speed or width, or an SMP answered for another port than this cable's.
+          {
+            alert: 'RailscopeNeighbourPortSlower',
+            expr: neighbourLink(|||
+              railscope_neighbour_rate_bytes_per_second{%(selector)s}
+              < on (%(cluster)s, instance, device, port) group_left () railscope_ib_port_rate_bytes_per_second{%(selector)s}
+              or on (%(cluster)s, instance, device, port, netdev, protocol)
+              railscope_neighbour_link_width_lanes{%(selector)s}
+              < on (%(cluster)s, instance, device, port) group_left () railscope_ib_port_link_width_lanes{%(selector)s}
+            ||| % p),
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              local q(m) = "%s{%s,%s='%%s',instance='%%s',device='%%s',port='%%s'}" % [m, p.selector, p.cluster],
+              local v(m, fmt) = '{{ with printf `' + q(m) + '` (or $labels.' + p.cluster + ' "") $labels.instance $labels.device $labels.port | query }}{{ . | first | value | ' + fmt + ' }}{{ else }}?{{ end }}',
+              summary: link + ': the switch port runs slower than the host port{{ with $labels.neighbour }} → {{ . }} port {{ $labels.neighbour_port }}{{ end }}',
+              description: 'Switch port: ' + v('railscope_neighbour_rate_bytes_per_second', 'humanize') + 'B/s on ' + v('railscope_neighbour_link_width_lanes', 'printf "%.0f"') + ' lanes; host port: '
+                           + v('railscope_ib_port_rate_bytes_per_second', 'humanize') + 'B/s on ' + v('railscope_ib_port_link_width_lanes', 'printf "%.0f"')
+                           + ' lanes. Check the switch port (`ibportstate` or the switch CLI): its enabled speeds and widths, and whether the cable is in the port the switch reports.',
+            } + portWorkload,
+          },
+          // LLDP: the switch port's Maximum Frame Size is smaller than the frames the netdev's
+          // MTU allows (MTU + neighbourFrameOverheadBytes): the switch drops every full-sized
+          // frame, silently for the host.
+          {
+            alert: 'RailscopeNeighbourFrameSizeBelowMTU',
+            expr: neighbourLink(|||
+              railscope_neighbour_max_frame_size_bytes{%(selector)s}
+              < on (%(cluster)s, instance, netdev) group_left ()
+              (railscope_netdev_mtu_bytes{%(selector)s} + %(neighbourFrameOverheadBytes)s)
+            ||| % p),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: link + ': the switch port takes frames of {{ $value }} bytes at most, less than the netdev MTU allows{{ with $labels.neighbour }} → {{ . }} port {{ $labels.neighbour_port }}{{ end }}',
+              description: "Netdev MTU {{ with printf `railscope_netdev_mtu_bytes{%(selector)s,%(cluster)s='%%s',instance='%%s',netdev='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.netdev | query }}{{ . | first | value }}{{ end }} plus %(neighbourFrameOverheadBytes)s bytes of Ethernet header and FCS is more than the switch port's Maximum Frame Size (its LLDP IEEE 802.3 TLV): frames above it are dropped at the switch, and RDMA or TCP traffic that uses the full MTU stalls or retransmits. Raise the switch port's MTU, or lower the host's." % p,
+            } + portWorkload,
+          },
+          // LLDP: where the switch sent its PFC Configuration TLV, a priority PFC is enabled on
+          // at one end of the link only: pauses are sent that the other end ignores (drops
+          // under congestion), or never sent (the lossless class is lossy).
+          {
+            alert: 'RailscopeNeighbourPFCMismatch',
+            expr: netdevPort(|||
+              max by (%(cluster)s, instance, netdev, priority, enabled_on) (
+                label_replace(
+                  railscope_dcb_pfc_enabled{%(selector)s} == 1
+                  unless on (%(cluster)s, instance, netdev, priority) (railscope_neighbour_pfc_enabled{%(selector)s} == 1),
+                  "enabled_on", "host", "", ""
+                )
+                and on (%(cluster)s, instance, netdev) railscope_neighbour_pfc_willing{%(selector)s}
+                or
+                label_replace(
+                  railscope_neighbour_pfc_enabled{%(selector)s} == 1
+                  unless on (%(cluster)s, instance, netdev, priority) (railscope_dcb_pfc_enabled{%(selector)s} == 1),
+                  "enabled_on", "switch", "", ""
+                )
+                and on (%(cluster)s, instance, netdev) railscope_dcb_pfc_enabled{%(selector)s}
+              )
+            ||| % p),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: nd + ': PFC on priority {{ $labels.priority }} is enabled on the {{ $labels.enabled_on }} only',
+              description: "The host's DCB PFC configuration and the switch port's (its LLDP PFC Configuration TLV{{ with printf `railscope_neighbour_pfc_willing{%(selector)s,%(cluster)s='%%s',instance='%%s',netdev='%%s'}` (or $labels.%(cluster)s \"\") $labels.instance $labels.netdev | query }}{{ if eq (. | first | value) 1.0 }}, willing: it takes the host's configuration if DCBX runs{{ end }}{{ end }}) differ: enabled on the host only, its pauses are ignored and the switch drops under congestion; on the switch only, the host never pauses it and RoCE on that priority is lossy. Make both ends enable the same priorities (the RoCE one)." % p,
+            } + portWorkload,
+          },
+          // The switch or switch port at the far end changed: a cable moved, or a switch
+          // renamed or replaced. Context for the other alerts of the link.
+          {
+            alert: 'RailscopeNeighbourChanged',
+            expr: neighbourLink(|||
+              increase(railscope_neighbour_changes_total{%(selector)s}[1h]) > 0
+            ||| % p),
+            labels: { severity: 'info' },
+            annotations: {
+              summary: link + ': the switch at the far end changed{{ with $labels.neighbour }}, now {{ . }} port {{ $labels.neighbour_port }}{{ end }}',
+              description: "The neighbour's identity (switch name, chassis id, port, port description) changed in the last hour: a cable moved to another switch port, or the switch was renamed or replaced. Check the cabling plan if it was not expected.",
+            },
+          },
+          // LLDP listens on a rail netdev and hears nothing: NIC firmware that consumes LLDP
+          // (Intel's firmware LLDP agent; mlx5 DCBX in firmware), or a switch port without LLDP.
+          // The switch-side alerts cannot see this link.
+          {
+            alert: 'RailscopeNeighbourNoLLDP',
+            expr: |||
+              (railscope_neighbour_status{%(selector)s, protocol=~"lldp|lldpd", status="no_frames"} == 1)
+              * on (%(cluster)s, instance, netdev) group_left (rail) railscope:netdev_port:info{rail!="none"}
+            ||| % p,
+            'for': '1h',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: link + ': no LLDP from the switch',
+              description: 'No LLDPDU came on this rail netdev within the LLDP timeout for an hour: the NIC firmware may consume LLDP (docs/collectors/neighbour.md, "Firmware LLDP agents"), or the switch port does not send it. The switch-side checks (frame size, PFC, miscabling) cannot see this link.',
+            },
+          },
+          // SMPs to the switch are refused (M_Key) or unanswered.
+          {
+            alert: 'RailscopeNeighbourUnreachable',
+            expr: |||
+              (railscope_neighbour_status{%(selector)s, protocol="smp", status=~"refused|timeout"} == 1)
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+            ||| % p,
+            'for': '30m',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: link + ': the switch does not answer SMPs ({{ $labels.status }})',
+              description: '`refused`: the switch answered the directed-route SMP with an error status (M_Key protection set by the subnet manager); `timeout`: no answer in 2 s. The far end of this port (its name, width and rate) is unknown.',
+            },
+          },
+        ],
+      },
+    ])),
   },
 }

@@ -298,6 +298,46 @@ function(config)
 
   // Where workloads run: the chosen pods, jobs and units, by node, with the number of devices
   // each holds there (the `workload` source).
+  // The fleet by switch (the neighbour collector): which ports and nodes are behind each leaf,
+  // and their errors and flaps, so that a fault shared by one switch's ports shows as one row.
+  local behind(x) = x + ' * on (instance, device, port) group_left (neighbour) max by (instance, device, port, neighbour) ('
+                    + sel('railscope:port_neighbour:info', 'device!=""') + ')';
+  local switches = [
+    lib.row('By switch'),
+    lib.table('Switches: ports and nodes behind each, errors and flaps in the time range',
+              [
+                t('count by (neighbour) (' + sel('railscope:port_neighbour:info') + ')', instant=true),
+                t('count by (neighbour) (count by (neighbour, instance) (' + sel('railscope:port_neighbour:info') + '))', instant=true),
+                t('sum by (neighbour) (' + behind(railPort('increase(' + sel('railscope_ib_port_symbol_errors_total') + '[$__range])')) + ')', instant=true),
+                t('sum by (neighbour) (' + behind(railPort('increase(' + sel('railscope_ib_port_link_downed_total') + '[$__range])')) + ')', instant=true),
+                t('count by (neighbour) (count by (neighbour, instance) (' + sel('railscope:neighbour_port_faults:info') + ')) or '
+                  + '0 * count by (neighbour) (' + sel('railscope:port_neighbour:info') + ')', instant=true),
+              ],
+              w=24,
+              h=8,
+              sort=['Value #E', true],
+              desc='Per switch (railscope:port_neighbour:info: LLDP System Name or IB NodeDescription): Value #A the ports '
+                   + 'behind it, #B the nodes, #C symbol errors and #D link downs of its InfiniBand ports in the time range, '
+                   + '#E the nodes with an error or flap signal now (railscope:neighbour_port_faults:info; '
+                   + 'RailscopeSwitchSuspect fires at %d).' % th.switchSuspectNodes),
+    lib.table('Ports behind each switch',
+              [t(sel('railscope:port_neighbour:info'), instant=true)],
+              w=12,
+              h=8,
+              hide=['Time', 'Value'],
+              links=NODE_LINK,
+              order=['neighbour', 'neighbour_port', 'instance', 'device', 'port', 'netdev', 'rail'],
+              desc='Each link and the switch port at its far end; a row opens the node dashboard.'),
+    lib.table('Rails: switches by node count',
+              [t('count by (rail, neighbour) (' + sel('railscope:rail_neighbour:info') + ')', instant=true)],
+              w=12,
+              h=8,
+              hide=['Time'],
+              order=['rail', 'neighbour', 'Value'],
+              desc='Nodes per rail and switch. Where one leaf serves a rail, a switch with one or two nodes of it is a '
+                   + 'cable in the wrong leaf (RailscopeRailMiscabled).'),
+  ];
+
   local workloads = [
     lib.row('Workloads'),
     lib.table('Pods: devices per node',
@@ -329,7 +369,7 @@ function(config)
     'railscope / fleet and rails',
     'Per-rail throughput and errors across nodes, and the nodes whose ports, PCIe links, '
     + 'GPUs or NVLinks are off their peers, and where workloads run.',
-    overview + throughput + gpuActivity + errors + peers + physical + workloads,
+    overview + throughput + gpuActivity + errors + peers + physical + switches + workloads,
     fleet=true,
     runbooks=lib.runbooks.fleet,
   )

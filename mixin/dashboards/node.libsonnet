@@ -86,15 +86,43 @@ function(config)
     + ' or on (instance, device, port) (' + sel('railscope_ib_port_info')
     + ' unless on (instance, device, port) ' + sel('railscope_rail_info') + ')';
 
+  // Each port's link as the neighbour collector sees it: its status, and the switch and switch
+  // port where one is known (the link with a neighbour first, where a port has two: a RoCE
+  // port's LLDP link and its SMP link, which is not_available).
+  local portNeighbour =
+    '0 * topk by (instance, device, port) (1, '
+    + '(' + sel('railscope_neighbour_status', 'device!=""') + ' == 1)'
+    + ' * on (instance, device, port, netdev, protocol) group_left (neighbour, neighbour_port) (' + sel('railscope_neighbour_info') + ' + 1)'
+    + ' or on (instance, device, port, netdev, protocol) (' + sel('railscope_neighbour_status', 'device!=""') + ' == 1)'
+    + ') + 1';
   local ports = [
     lib.row('RDMA ports'),
-    lib.table('Ports: identity, state and rail',
-              [t(portInfo, instant=true)],
+    lib.table('Ports: identity, state, rail and switch',
+              [t('(' + portInfo + ') * on (instance, device, port) group_left (protocol, status, neighbour, neighbour_port) ('
+                 + portNeighbour + ') or on (instance, device, port) (' + portInfo + ')', instant=true)],
               w=24,
               h=8,
               hide=['Time', 'Value', 'instance'],
-              desc='railscope_ib_port_info joined with railscope_rail_info (rail, nearest GPU, how the rail was found) '
-                   + 'and railscope_ib_device_info. Ports without a rail (front-end, storage) are listed whatever rail is chosen.'),
+              desc='railscope_ib_port_info joined with railscope_rail_info (rail, nearest GPU, how the rail was found), '
+                   + 'railscope_ib_device_info, and the neighbour collector: the switch (neighbour) and switch port '
+                   + '(neighbour_port) at the far end, how they were learned (protocol: smp, lldp, lldpd) and the status '
+                   + '(ok, no_frames, not_available, refused, no_permission, timeout). Ports without a rail (front-end, '
+                   + 'storage) are listed whatever rail is chosen.'),
+    lib.ts('Far end: switch port rate vs host port', [
+      t(railPort('8 * ' + sel('railscope_neighbour_rate_bytes_per_second', 'device!=""')), PORT + ' switch port'),
+      t(railPort('8 * ' + sel('railscope_ib_port_rate_bytes_per_second') + ' and on (instance, device, port) '
+                 + sel('railscope_neighbour_rate_bytes_per_second')), PORT + ' host'),
+    ], 'bps', w=12, desc='The InfiniBand switch port\'s active rate (SMP PortInfo: width × per-lane speed, read every '
+                         + '10 minutes) and the host port\'s. Both ends train together: a switch port below the host '
+                         + 'raises RailscopeNeighbourPortSlower.'),
+    lib.table('Neighbours: the switch at the far end of each link',
+              [t(sel('railscope_neighbour_info'), instant=true)],
+              w=12,
+              h=8,
+              hide=['Time', 'Value', 'instance'],
+              order=['device', 'port', 'netdev', 'protocol', 'neighbour', 'neighbour_port', 'neighbour_id', 'neighbour_port_description'],
+              desc='railscope_neighbour_info: LLDP System Name / IB NodeDescription (neighbour), LLDP Port ID / the switch '
+                   + 'port number (neighbour_port), LLDP Chassis ID / NodeGUID (neighbour_id), LLDP Port Description.'),
     lib.timeline('Logical state',
                  [t(railPort(sel('railscope_ib_port_state')), PORT)],
                  lib.PORT_STATE,

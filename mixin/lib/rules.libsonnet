@@ -17,6 +17,7 @@
     goneLookback: config.goneLookback,
     nvlinkFecWindow: config.nvlinkFecWindow,
     nvlinkDomainLookback: config.nvlinkDomainLookback,
+    neighbourGroupRegex: config.neighbourGroupRegex,
     xidHardware: std.join('|', [std.toString(x) for x in config.xids.hardware]),
     xidWarning: std.join('|', [std.toString(x) for x in config.xids.warning]),
     xidApplication: std.join('|', [std.toString(x) for x in config.xids.application]),
@@ -52,6 +53,7 @@
     railBusyGBps: ['railBusyBytesPerSecond', 1e-9],
     gpuThermalSlowdownPercent: ['gpuThermalSlowdownFraction', 100],
     gpuPowerBrakePercent: ['gpuPowerBrakeFraction', 100],
+    railMiscabledMajorityPercent: ['railMiscabledMajority', 100],
   },
 
   // Every alert gets an absolute runbook_url from runbookURLPattern (the alert name in lower

@@ -35,6 +35,8 @@ local lib = import '../lib/rules.libsonnet';
     ],
   ],
   prometheusRules+:: {
+    assert $._config.thresholds.railMiscabledMajority >= 0.5 && $._config.thresholds.railMiscabledMajority < 1 :
+           'thresholds.railMiscabledMajority: at least 0.5 (a strict majority) and below 1',
     local p = lib.params($._config),
     groups+: [
       {
@@ -304,6 +306,90 @@ local lib = import '../lib/rules.libsonnet';
               )
             ||| % p,
           },
+          // The switch and switch port at the far end of each link (the neighbour collector:
+          // LLDP System Name and Port ID, or the IB switch's NodeDescription and port number),
+          // with the RDMA port and netdev of the link and its rail ("none" for a netdev without
+          // an RDMA port or an RDMA port on no rail). For alerts to join:
+          // `* on (instance, device, port) group_left (neighbour, neighbour_port)
+          // railscope:port_neighbour:info{device!=""}`, or on `netdev` for netdev alerts.
+          {
+            record: 'railscope:port_neighbour:info',
+            expr: |||
+              max by (%(cluster)s, instance, job, device, port, netdev, neighbour, neighbour_port) (railscope_neighbour_info{%(selector)s})
+              * on (%(cluster)s, instance, device, port) group_left (rail) railscope:port_rail:info
+              or on (%(cluster)s, instance, device, port, netdev)
+              label_replace(
+                max by (%(cluster)s, instance, job, device, port, netdev, neighbour, neighbour_port) (railscope_neighbour_info{%(selector)s}),
+                "rail", "none", "", ""
+              )
+            ||| % p,
+          },
+          // Ports behind a named switch with an error or flap signal now, one series per fault:
+          // the conditions of the ports' own alerts (RailscopeSymbolErrorsAboveBER,
+          // RailscopeReceiveErrors, RailscopeLinkFlapping, RailscopeNetdevLinkFlapping,
+          // RailscopeFECUncorrectableBlocks, RailscopeRoCERetransmissions), without their `for`.
+          // RailscopeSwitchSuspect counts the nodes behind each switch here (fleet-wide).
+          {
+            record: 'railscope:neighbour_port_faults:info',
+            expr: (
+              local byPort(fault, cond) = |||
+                label_replace(
+                  railscope:port_neighbour:info{device!="", neighbour!=""}
+                  and on (%(cluster)s, instance, device, port) (
+                    %(cond)s
+                  ),
+                  "fault", "%(fault)s", "", ""
+                )
+              ||| % (p { fault: fault, cond: std.strReplace(std.rstripChars(cond % p, '\n'), '\n', '\n    ') });
+              local byNetdev(fault, cond) = |||
+                label_replace(
+                  railscope:port_neighbour:info{netdev!="", neighbour!=""}
+                  and on (%(cluster)s, instance, netdev) (
+                    %(cond)s
+                  ),
+                  "fault", "%(fault)s", "", ""
+                )
+              ||| % (p { fault: fault, cond: std.strReplace(std.rstripChars(cond % p, '\n'), '\n', '\n    ') });
+              std.join('or\n', [
+                byPort('symbol_errors', |||
+                  rate(railscope_ib_port_symbol_errors_total{%(selector)s}[15m])
+                  > on (%(cluster)s, instance, device, port) (railscope_ib_port_rate_bytes_per_second{%(selector)s} * 8 * %(symbolErrorBER)s)
+                |||),
+                byPort('receive_errors', |||
+                  rate(railscope_ib_port_receive_errors_total{%(selector)s}[10m]) > 0
+                |||),
+                byPort('link_flaps', |||
+                  increase(railscope_ib_port_link_downed_total{%(selector)s}[1h]) > %(linkFlaps)s
+                  or on (%(cluster)s, instance, device, port) changes(railscope_ib_port_state{%(selector)s}[30m]) > %(linkFlaps)s
+                |||),
+                byPort('roce_retransmissions', |||
+                  sum by (%(cluster)s, instance, device, port) (
+                    rate(railscope_rdma_port_hw_stat_total{%(selector)s, counter=~"local_ack_timeout_err|out_of_sequence|packet_seq_err|implied_nak_seq_err"}[5m])
+                  ) > %(roceRetransmissionsPerSecond)s
+                |||),
+                byNetdev('link_flaps', |||
+                  increase(railscope_phy_link_down_events_total{%(selector)s}[15m]) > %(netdevLinkDownEvents)s
+                  or on (%(cluster)s, instance, netdev)
+                  increase(railscope_netdev_carrier_changes_total{%(selector)s}[15m]) / 2 > %(netdevLinkDownEvents)s
+                |||),
+                byNetdev('fec_uncorrectable', |||
+                  increase(railscope_phy_fec_uncorrectable_blocks_total{%(selector)s}[15m]) > %(fecUncorrectableBlocks)s
+                |||),
+              ])
+            ),
+          },
+          // Each node's switch on each rail, and its leaf group: the first group of
+          // neighbourGroupRegex on the switch's name (by default the name itself). For
+          // RailscopeRailMiscabled, over the rail's nodes.
+          {
+            record: 'railscope:rail_neighbour:info',
+            expr: |||
+              label_replace(
+                max by (%(cluster)s, instance, job, rail, neighbour) (railscope:port_neighbour:info{rail!="none", neighbour!=""}),
+                "neighbour_group", "$1", "neighbour", "%(neighbourGroupRegex)s"
+              )
+            ||| % p,
+          },
           // Non-empty GID entries per port, to spot a GID table that changed.
           {
             record: 'railscope:ib_port_gid_entries:sum',
@@ -369,6 +455,32 @@ local lib = import '../lib/rules.libsonnet';
                   %(nvlinkDomainGPUs)s
                 )
               )
+            ||| % p,
+          },
+          // Nodes per rail that report a switch on it, and per rail and leaf group; the group
+          // that holds more than railMiscabledMajority of them, on a rail with at least
+          // railMiscabledMinNodes, is the rail's majority group (at most one).
+          {
+            record: 'railscope:rail_neighbour:nodes',
+            expr: |||
+              count by (%(cluster)s, rail) (max by (%(cluster)s, instance, rail) (railscope:rail_neighbour:info))
+            ||| % p,
+          },
+          {
+            record: 'railscope:rail_neighbour_group:nodes',
+            expr: |||
+              count by (%(cluster)s, rail, neighbour_group) (
+                max by (%(cluster)s, instance, rail, neighbour_group) (railscope:rail_neighbour:info{neighbour_group!=""})
+              )
+            ||| % p,
+          },
+          {
+            record: 'railscope:rail_neighbour_group:majority',
+            expr: |||
+              railscope:rail_neighbour_group:nodes
+              > on (%(cluster)s, rail) group_left ()
+              (railscope:rail_neighbour:nodes * %(railMiscabledMajority)s)
+              and on (%(cluster)s, rail) (railscope:rail_neighbour:nodes >= %(railMiscabledMinNodes)s)
             ||| % p,
           },
           {

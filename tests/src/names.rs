@@ -86,7 +86,8 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_devlink_health_reporter_last_dump_timestamp_seconds",
     "railscope_devlink_version_info",
     // The neighbour collector: fixture trees have no umad device and their netdevs hear no
-    // LLDP, so their goldens hold the status of each link only; a cabled node has these.
+    // LLDP (tests/tests/net/lldp.rs runs against lldpd; the SMP reader's tests on byte
+    // replies), so their goldens hold the status of each link only; a cabled node has these.
     "railscope_neighbour_info",
     "railscope_neighbour_changes_total",
     "railscope_neighbour_last_seen_timestamp_seconds",

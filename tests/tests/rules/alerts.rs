@@ -79,11 +79,12 @@ fn every_alert_has_severity_summary_and_runbook() {
         );
         let summary = rule["annotations"]["summary"].as_str().unwrap_or_default();
         assert!(
-            // Fleet-wide alerts name the rail across all nodes, or the NVLink domain across
-            // its nodes, instead.
+            // Fleet-wide alerts name the rail across all nodes, the NVLink domain across its
+            // nodes, or the switch with the ports of several nodes behind it, instead.
             summary.starts_with("{{ $labels.instance }}")
                 || summary.starts_with("Rail {{ $labels.rail }}")
-                || summary.starts_with("NVLink domain {{ $labels.cluster_uuid }}"),
+                || summary.starts_with("NVLink domain {{ $labels.cluster_uuid }}")
+                || summary.starts_with("Switch {{ $labels.neighbour }}"),
             "{name}'s summary does not start with the node: {summary}"
         );
         // Absolute, from the configured base, and the anchor of the alert's RUNBOOK heading.

@@ -14,6 +14,16 @@
 //! (two shards with the node-local rules, VictoriaMetrics, vmalert with the fleet-wide rules;
 //! Debian package `victoria-metrics`), and the same alerts must arrive.
 //!
+//! The fleet's agents run on sysfs fixtures, where the neighbour collector has nothing to
+//! hear (no LLDP frames, no umad device): its collector is off on them, and a switch layer
+//! in this test serves each node's neighbour series instead (the switch and switch port at
+//! the far end of every port, as the collector exports them), scraped by the same Prometheus
+//! with `honor_labels` under the node's `instance` and the agents' `job`, by the shard that
+//! scrapes the node. The collector itself is tested against lldpd and SMP byte replies
+//! elsewhere (tests/tests/net/lldp.rs, the neighbour source's tests). On it: two nodes'
+//! rail-3 ports behind one leaf log symbol errors (one switch alert, their port alerts
+//! inhibited beneath it) and one node's rail-5 cable moves to another leaf (miscabled).
+//!
 //! The rules run with every duration divided by 60 (`for: 10m` becomes `for: 10s`, `[5m]`
 //! becomes `[5s]`) and a one-second scrape and evaluation interval, so the run fits in CI.
 
@@ -197,14 +207,24 @@ fn copy_tree(from: &Path, to: &Path) {
     );
 }
 
-/// Adds `words` to a PMA data counter file.
+/// Adds `words` to a PMA data counter file. The new value is written beside the node's tree
+/// and renamed over the counter, so that the agent never reads the file truncated and empty
+/// (`fs::write` truncates first): that read is an error of its collector.
 fn bump(path: &Path, words: u64) {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let v: u64 = std::fs::read_to_string(path)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    std::fs::write(path, format!("{}\n", v + words)).unwrap();
+    let root = path
+        .ancestors()
+        .find(|a| a.ends_with("sys"))
+        .and_then(Path::parent)
+        .unwrap();
+    let tmp = root.join(format!(".bump-{}", N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::write(&tmp, format!("{}\n", v + words)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
 }
 
 fn wait_http(port: u16, path: &str) {
@@ -220,6 +240,157 @@ fn wait_http_at(host: &str, port: u16, path: &str) {
             "127.0.0.1:{port}{path} never answered"
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The switch layer: each node's `railscope_neighbour_*` series, as the neighbour collector
+/// exports them, at `/<node>` (see the module comment). Rail k's port of every IB node is
+/// behind leaf k (`MF0;leaf-r<k>:MQM9700/U1`, switch port = the node's number) over SMPs, the
+/// far end trained as the host (4X NDR); the RoCE node's netdev is behind `tor-roce` over
+/// LLDP. Once `moved` is set, n2's rail-5 cable is in another leaf's port.
+struct Switches {
+    port: u16,
+}
+
+fn neighbour_series(node: &str, roce_netdev: &str, moved: bool, now: f64) -> String {
+    let mut out = String::from(
+        "# TYPE railscope_neighbour_info gauge
+# TYPE railscope_neighbour_status gauge
+# TYPE railscope_neighbour_changes_total counter
+",
+    );
+    let statuses = [
+        "ok",
+        "no_frames",
+        "not_available",
+        "refused",
+        "no_permission",
+        "timeout",
+    ];
+    let mut link = |labels: String,
+                    name: &str,
+                    id: &str,
+                    port: &str,
+                    description: &str,
+                    changes: u32,
+                    ib: bool| {
+        out.push_str(&format!(
+            "railscope_neighbour_info{{{labels},neighbour=\"{name}\",neighbour_id=\"{id}\",neighbour_port=\"{port}\",neighbour_port_description=\"{description}\"}} 1\n"
+        ));
+        for status in statuses {
+            out.push_str(&format!(
+                "railscope_neighbour_status{{{labels},status=\"{status}\"}} {}\n",
+                u8::from(status == "ok")
+            ));
+        }
+        out.push_str(&format!(
+            "railscope_neighbour_changes_total{{{labels}}} {changes}\nrailscope_neighbour_last_seen_timestamp_seconds{{{labels}}} {now}\n"
+        ));
+        if ib {
+            out.push_str(&format!(
+                "railscope_neighbour_link_width_lanes{{{labels}}} 4\nrailscope_neighbour_rate_bytes_per_second{{{labels}}} 50000000000\n"
+            ));
+        } else {
+            out.push_str(&format!(
+                "railscope_neighbour_ttl_seconds{{{labels}}} 120\nrailscope_neighbour_max_frame_size_bytes{{{labels}}} 9216\n"
+            ));
+        }
+    };
+    let base = format!("instance=\"{node}\",job=\"railscope\"");
+    if node == "n5" {
+        link(
+            format!("{base},device=\"\",port=\"\",netdev=\"{roce_netdev}\",protocol=\"lldp\""),
+            "tor-roce",
+            "aa:bb:cc:00:01:00",
+            "Ethernet1/5",
+            "to n5",
+            0,
+            false,
+        );
+        return out;
+    }
+    let number = &node[1..];
+    for rail in 0..8 {
+        let labels =
+            format!("{base},device=\"mlx5_{rail}\",port=\"1\",netdev=\"\",protocol=\"smp\"");
+        let (leaf, port, changes) = if moved && node == "n2" && rail == 5 {
+            (
+                "MF0;leaf-r5-spare:MQM9700/U1".to_owned(),
+                "33".to_owned(),
+                1,
+            )
+        } else {
+            (format!("MF0;leaf-r{rail}:MQM9700/U1"), number.to_owned(), 0)
+        };
+        link(
+            labels,
+            &leaf,
+            &format!("0xb8cef60300a1b2{rail:02x}"),
+            &port,
+            "",
+            changes,
+            true,
+        );
+    }
+    out
+}
+
+impl Switches {
+    fn start(roce_netdev: String, moved: Arc<AtomicBool>) -> Switches {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match std::io::Read::read(&mut stream, &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request);
+                let node = text
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("/")
+                    .trim_start_matches('/')
+                    .to_owned();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs_f64()
+                    .floor();
+                let body =
+                    neighbour_series(&node, &roce_netdev, moved.load(Ordering::Relaxed), now);
+                let _ = std::io::Write::write_all(
+                    &mut stream,
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            }
+        });
+        Switches { port }
+    }
+
+    /// The scrape job of the switch layer: one target per node at `/<node>`, carrying the
+    /// address of the node's agent (`__tmp_agent`), which a shard keeps or drops as it does the
+    /// agent (`__address__` there).
+    fn scrape_config(&self, nodes: &[(String, String)]) -> String {
+        let mut out = String::from(
+            "  - job_name: switch-layer\n    honor_labels: true\n    static_configs:\n",
+        );
+        for (node, agent) in nodes {
+            out.push_str(&format!(
+                "      - targets: ['127.0.0.1:{}']\n        labels:\n          __metrics_path__: /{node}\n          __tmp_agent: '{agent}'\n",
+                self.port
+            ));
+        }
+        out
     }
 }
 
@@ -418,6 +589,8 @@ fn fleet(mode: Rules) {
                 &format!("127.0.0.1:{port}"),
                 "--log.level",
                 "error",
+                // The switch layer serves this node's neighbour series (module comment).
+                "--no-collector.neighbour",
             ])
             .arg("--path.sysfs")
             .arg(root.join("sys"))
@@ -533,6 +706,16 @@ fn fleet(mode: Rules) {
             .unwrap(),
     );
 
+    // The switch layer: the neighbour series of n1-n5.
+    let moved = Arc::new(AtomicBool::new(false));
+    let switches = Switches::start(netns.peer(), Arc::clone(&moved));
+    let switch_targets: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), format!("127.0.0.1:{}", n.port)))
+        .chain([("n5".to_owned(), format!("10.233.77.2:{roce_port}"))])
+        .collect();
+    let switch_job = switches.scrape_config(&switch_targets);
+
     // Traffic on every rail of every node: 1 GB/s of data words per port, until a rail stops.
     let stopped: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::new(Mutex::new(BTreeSet::new()));
     let running = Arc::new(AtomicBool::new(true));
@@ -577,6 +760,7 @@ fn fleet(mode: Rules) {
         format!(
             "route:\n  receiver: test\n  group_by: [alertname, instance]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: false\ninhibit_rules:\n{}",
             shipped_inhibit_rule("RailscopeNVLinkDomainDegraded")
+                + &shipped_inhibit_rule("RailscopeSwitchSuspect")
         ),
     )
     .unwrap();
@@ -609,7 +793,7 @@ fn fleet(mode: Rules) {
             let config = dir.path().join("prometheus.yml");
             std::fs::write(
                 &config,
-                prometheus_config(&rules, am_port, &targets, &relabel, None),
+                prometheus_config(&rules, am_port, &targets, &relabel, &switch_job, None),
             )
             .unwrap();
             check_config(&config);
@@ -622,7 +806,14 @@ fn fleet(mode: Rules) {
             port
         }
         Rules::Sharded => {
-            let (vm_port, shards) = sharded(dir.path(), am_port, &targets, &relabel, &mut procs);
+            let (vm_port, shards) = sharded(
+                dir.path(),
+                am_port,
+                &targets,
+                &relabel,
+                &switch_job,
+                &mut procs,
+            );
             shard_ports = shards;
             vm_port
         }
@@ -655,7 +846,8 @@ fn fleet(mode: Rules) {
             .iter()
             .map(|port| {
                 let addr = format!("127.0.0.1:{port}").parse().unwrap();
-                let answer = railscope_tests::prometheus_query(addr, "count(up == 1)");
+                let answer =
+                    railscope_tests::prometheus_query(addr, "count(up{job=\"railscope\"} == 1)");
                 answer["data"]["result"][0]["value"][1]
                     .as_str()
                     .and_then(|v| v.parse().ok())
@@ -773,14 +965,53 @@ fn fleet(mode: Rules) {
             }
         });
     }
-    // What the domain alert inhibits: each may reach the webhook only before the domain alert
-    // does (the fast rules give it 2 s of `for`, faster than the fleet path on a loaded
-    // machine), and must be inhibited once it is in.
-    let beneath: BTreeSet<(&str, &str)> = [
-        ("RailscopeGPUFabricUnhealthy", "n6"),
-        ("RailscopeGPULost", "n7"),
+    // Leaf 3: n1's and n3's rail-3 ports log symbol errors far above the BER limit at once:
+    // one switch alert naming the leaf, and their port alerts beneath it.
+    {
+        let counters: Vec<PathBuf> = [&nodes[0], &nodes[2]]
+            .iter()
+            .map(|n| {
+                n.sys
+                    .join("class/infiniband/mlx5_3/ports/1/counters/symbol_error")
+            })
+            .collect();
+        let running = Arc::clone(&running);
+        std::thread::spawn(move || {
+            while running.load(Ordering::Relaxed) {
+                for counter in &counters {
+                    bump(counter, 50);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+    }
+    // n2: its rail-5 cable moves to a spare leaf, where no other node's rail 5 is.
+    moved.store(true, Ordering::Relaxed);
+
+    // What an alert above them inhibits (alert, node: the alert above): each may reach the
+    // webhook only before the alert above does (the fast rules give the domain alert 2 s of
+    // `for` and the switch alert 5 s, faster than the fleet path on a loaded machine, than the
+    // 15 s of the symbol error alerts), and must be inhibited once it is in.
+    let above: BTreeMap<(&str, &str), (&str, &str)> = [
+        (
+            ("RailscopeGPUFabricUnhealthy", "n6"),
+            ("RailscopeNVLinkDomainDegraded", ""),
+        ),
+        (
+            ("RailscopeGPULost", "n7"),
+            ("RailscopeNVLinkDomainDegraded", ""),
+        ),
+        (
+            ("RailscopeSymbolErrorsAboveBER", "n1"),
+            ("RailscopeSwitchSuspect", ""),
+        ),
+        (
+            ("RailscopeSymbolErrorsAboveBER", "n3"),
+            ("RailscopeSwitchSuspect", ""),
+        ),
     ]
     .into();
+    let beneath: BTreeSet<(&str, &str)> = above.keys().copied().collect();
 
     let expected: BTreeSet<(&str, &str)> = [
         ("RailscopePortRateBelowPeers", "n1"),
@@ -794,6 +1025,9 @@ fn fleet(mode: Rules) {
         ("RailscopeNVLinkDomainDegraded", ""),
         ("RailscopeGPUC2CLinkDown", "n7"),
         ("RailscopeNVLinkFECHistoryRising", "n6"),
+        ("RailscopeSwitchSuspect", ""),
+        ("RailscopeRailMiscabled", "n2"),
+        ("RailscopeNeighbourChanged", "n2"),
     ]
     .into();
     // Once every expected alert arrived, a few more seconds for any that must not (such as
@@ -860,14 +1094,14 @@ fn fleet(mode: Rules) {
         seen, expected,
         "alerts that reached the webhook (time to arrive: {first_seen:?})"
     );
-    // An alert the domain alert inhibits reached the webhook, if at all, no later than the
-    // domain alert; now Alertmanager holds each of them, inhibited.
-    let domain_at = first_seen[&("RailscopeNVLinkDomainDegraded".to_owned(), String::new())];
-    for (name, instance) in &beneath {
+    // An alert that an alert above inhibits reached the webhook, if at all, no later than
+    // the alert above; now Alertmanager holds each of them, inhibited.
+    for ((name, instance), (source, source_instance)) in &above {
+        let source_at = first_seen[&((*source).to_owned(), (*source_instance).to_owned())];
         if let Some(at) = first_seen.get(&((*name).to_owned(), (*instance).to_owned())) {
             assert!(
-                *at <= domain_at,
-                "{name} on {instance} reached the webhook at {at:?}, after the domain alert at {domain_at:?}"
+                *at <= source_at,
+                "{name} on {instance} reached the webhook at {at:?}, after {source} at {source_at:?}"
             );
         }
     }
@@ -944,10 +1178,18 @@ fn fleet(mode: Rules) {
             "hca_type",
             "instance",
             "job",
+            "neighbour",
+            "neighbour_port",
             "port",
             "rail",
             "severity"
         ],
+        "{rate}"
+    );
+    // The port alerts name the switch port at the far end.
+    assert_eq!(
+        (rate["neighbour"].as_str(), rate["neighbour_port"].as_str()),
+        (Some("MF0;leaf-r2:MQM9700/U1"), Some("1")),
         "{rate}"
     );
     let imbalance = labels("RailscopeRailImbalance");
@@ -966,8 +1208,47 @@ fn fleet(mode: Rules) {
     );
     let storm = labels("RailscopePFCPauseStorm");
     assert_eq!(
-        (storm["netdev"].as_str(), storm["priority"].as_str()),
-        (Some(netns.peer().as_str()), Some("3"))
+        (
+            storm["netdev"].as_str(),
+            storm["priority"].as_str(),
+            storm["neighbour"].as_str()
+        ),
+        (Some(netns.peer().as_str()), Some("3"), Some("tor-roce"))
+    );
+    // One switch alert for leaf 3, naming both nodes; the miscabled node's rail and leaves.
+    let switch = all
+        .iter()
+        .find(|a| a["labels"]["alertname"] == "RailscopeSwitchSuspect")
+        .unwrap();
+    assert_eq!(
+        switch["labels"]["neighbour"].as_str(),
+        Some("MF0;leaf-r3:MQM9700/U1"),
+        "{switch}"
+    );
+    let said = format!(
+        "{} {}",
+        switch["annotations"]["summary"], switch["annotations"]["description"]
+    );
+    for part in [
+        "n1, n3",
+        "n1 mlx5_3 port 1 (switch port 1",
+        "n3 mlx5_3 port 1 (switch port 3",
+    ] {
+        assert!(said.contains(part), "{part:?} not in {said}");
+    }
+    let miscabled = labels_on("RailscopeRailMiscabled", "n2");
+    assert_eq!(
+        (
+            miscabled["rail"].as_str(),
+            miscabled["neighbour"].as_str(),
+            miscabled["expected_neighbour"].as_str()
+        ),
+        (
+            Some("5"),
+            Some("MF0;leaf-r5-spare:MQM9700/U1"),
+            Some("MF0;leaf-r5:MQM9700/U1")
+        ),
+        "{miscabled}"
     );
     // The kernel log's XID, on the GPU it names, with that GPU's identity.
     let xid = labels("RailscopeGPUXidHardware");
@@ -1054,8 +1335,9 @@ fn fleet(mode: Rules) {
                 .as_str()
                 .is_some_and(|s| match instance {
                     Some(instance) => s.starts_with(instance),
-                    // A domain spans nodes: its summary names the domain.
-                    None => s.starts_with("NVLink domain"),
+                    // A domain spans nodes: its summary names the domain; a switch's, the
+                    // switch.
+                    None => s.starts_with("NVLink domain") || s.starts_with("Switch "),
                 }),
             "{a}"
         );
@@ -1081,19 +1363,31 @@ fn fleet(mode: Rules) {
 
 /// A Prometheus configuration: `rules`, alerts to the Alertmanager on `am_port`, every
 /// railscope target relabelled to its node name and, for a shard, only the targets whose
-/// address hashes to `shard` of 2, remote-written to `remote_write`.
+/// address hashes to `shard` of 2, remote-written to `remote_write`; and the switch layer's
+/// job `switch_job`, its targets kept by the shard that keeps their node.
 fn prometheus_config(
     rules: &Path,
     am_port: u16,
     targets: &[String],
     relabel: &str,
+    switch_job: &str,
     shard: Option<(u32, u16)>,
 ) -> String {
+    let keep_by = |label: &str, n: u32| {
+        format!(
+            "      - source_labels: [{label}]\n        modulus: 2\n        target_label: __tmp_shard\n        action: hashmod\n      - source_labels: [__tmp_shard]\n        regex: '{n}'\n        action: keep\n"
+        )
+    };
+    let switches = match shard {
+        Some((n, _)) => format!(
+            "{switch_job}    relabel_configs:\n{}",
+            keep_by("__tmp_agent", n)
+        ),
+        None => switch_job.to_owned(),
+    };
     let (keep, write) = match shard {
         Some((n, vm_port)) => (
-            format!(
-                "      - source_labels: [__address__]\n        modulus: 2\n        target_label: __tmp_shard\n        action: hashmod\n      - source_labels: [__tmp_shard]\n        regex: '{n}'\n        action: keep\n"
-            ),
+            keep_by("__address__", n),
             format!(
                 "remote_write:\n  - url: http://127.0.0.1:{vm_port}/api/v1/write\n    queue_config:\n      batch_send_deadline: 500ms\n      min_backoff: 100ms\n      max_backoff: 1s\n"
             ),
@@ -1101,7 +1395,7 @@ fn prometheus_config(
         None => (String::new(), String::new()),
     };
     format!(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n{write}scrape_configs:\n  - job_name: railscope\n    static_configs:\n      - targets: [{}]\n    relabel_configs:\n{keep}{relabel}",
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n{write}scrape_configs:\n  - job_name: railscope\n    static_configs:\n      - targets: [{}]\n    relabel_configs:\n{keep}{relabel}{switches}",
         rules.display(),
         targets.join(", ")
     )
@@ -1129,6 +1423,7 @@ fn sharded(
     am_port: u16,
     targets: &[String],
     relabel: &str,
+    switch_job: &str,
     procs: &mut Procs,
 ) -> (u16, Vec<u16>) {
     let vm = tool("victoria-metrics");
@@ -1160,6 +1455,7 @@ fn sharded(
                 am_port,
                 targets,
                 relabel,
+                switch_job,
                 Some((shard, vm_port)),
             ),
         )

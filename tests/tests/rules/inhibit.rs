@@ -39,7 +39,7 @@ fn the_example_config_is_valid() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("23 inhibit rules"), "{text}");
+    assert!(text.contains("24 inhibit rules"), "{text}");
 }
 
 /// Sends one firing alert with these labels.
@@ -318,6 +318,61 @@ fn one_fault_is_one_notification() {
             ("rail", "0"),
         ],
     );
+    // Switch leaf-r3: the ports of s1 and s2 behind it log symbol errors, and the switch
+    // alert names them: their own alerts are hidden. s3's port is behind another switch, and
+    // s1's other port down is a page of its own.
+    fire(
+        &amtool,
+        &url,
+        &[
+            ("alertname", "RailscopeSwitchSuspect"),
+            ("severity", &severity("RailscopeSwitchSuspect")),
+            ("neighbour", "MF0;leaf-r3:MQM9700/U1"),
+        ],
+    );
+    for (name, instance, device, neighbour) in [
+        (
+            "RailscopeSymbolErrorsAboveBER",
+            "s1",
+            "mlx5_3",
+            "MF0;leaf-r3:MQM9700/U1",
+        ),
+        (
+            "RailscopeLinkFlapping",
+            "s2",
+            "mlx5_3",
+            "MF0;leaf-r3:MQM9700/U1",
+        ),
+        (
+            "RailscopeSymbolErrorsAboveBER",
+            "s3",
+            "mlx5_3",
+            "MF0;leaf-r4:MQM9700/U1",
+        ),
+        (
+            "RailscopePortDown",
+            "s1",
+            "mlx5_4",
+            "MF0;leaf-r3:MQM9700/U1",
+        ),
+    ] {
+        let severity = severity(name);
+        fire(
+            &amtool,
+            &url,
+            &[
+                ("alertname", name),
+                ("severity", &severity),
+                ("instance", instance),
+                ("device", device),
+                ("port", "1"),
+                ("rail", "3"),
+                ("neighbour", neighbour),
+                ("neighbour_port", "7"),
+                ("job", "railscope"),
+            ],
+        );
+    }
 
     let expected: BTreeSet<(String, String, String)> = [
         ("RailscopePortDown", "n1", "mlx5_0"),
@@ -340,6 +395,9 @@ fn one_fault_is_one_notification() {
         ("RailscopeNICTemperatureNearCritical", "p1", "mlx5_2"),
         ("RailscopeNetdevLinkDownReason", "p1", ""),
         ("RailscopeDevlinkFirmwareFatal", "p2", "mlx5_0"),
+        ("RailscopeSwitchSuspect", "", ""),
+        ("RailscopeSymbolErrorsAboveBER", "s3", "mlx5_3"),
+        ("RailscopePortDown", "s1", "mlx5_4"),
     ]
     .iter()
     .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
