@@ -117,6 +117,8 @@ DOCTOR_RULES = [
      "The brightest lane must receive more than this for an imbalance (RailscopeTransceiverLaneImbalance)."),
     ("TRANSCEIVER_TEMPERATURE_MARGIN_CELSIUS", ("thresholds", "transceiverTemperatureMarginCelsius"), "f64",
      "Degrees under the module's high warning level (RailscopeTransceiverTemperatureHigh)."),
+    ("NEIGHBOUR_FRAME_OVERHEAD_BYTES", ("thresholds", "neighbourFrameOverheadBytes"), "f64",
+     "Bytes a frame adds to the MTU: Ethernet header and FCS (RailscopeNeighbourFrameSizeBelowMTU)."),
     ("XID_HARDWARE", ("xids", "hardware"), "&[u32]",
      "XIDs that need a GPU reset, a reboot or a new GPU (RailscopeGPUXidHardware)."),
     ("XID_WARNING", ("xids", "warning"), "&[u32]",

@@ -884,7 +884,7 @@ fn cabling_table_of_an_agent_hearing_lldpd() {
     assert_eq!(findings, [("warning", "neighbour_frame_size", ours)]);
     assert_eq!(
         step["findings"][0]["alert"],
-        "RailscopeNeighbourMTUAboveFrameSize"
+        "RailscopeNeighbourFrameSizeBelowMTU"
     );
     let (_, text) = run("text");
     assert!(

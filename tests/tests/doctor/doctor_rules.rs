@@ -167,3 +167,41 @@ fn doctor_checks_restate_no_shared_threshold() {
         }
     }
 }
+
+/// Every alert a doctor finding points at (`.alert("Railscope...")`) is an alert the shipped
+/// rules define: a finding's alert names the runbook entry the operator reads next, and a
+/// renamed alert must not leave doctor pointing at nothing.
+#[test]
+fn every_alert_doctor_names_is_a_shipped_alert() {
+    let rules = std::fs::read_to_string(workspace().join("alerts/railscope.rules.yml")).unwrap();
+    let shipped: std::collections::BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .collect();
+    let dir = workspace().join("agent/src/doctor/checks");
+    let mut named = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for piece in text.split('"').skip(1).step_by(2) {
+            if piece.starts_with("Railscope") && piece.chars().all(|c| c.is_ascii_alphanumeric()) {
+                named.insert((piece.to_owned(), path.file_name().unwrap().to_owned()));
+            }
+        }
+    }
+    assert!(
+        named.len() > 20,
+        "found the doctor's alert names: {named:?}"
+    );
+    let missing: Vec<_> = named
+        .iter()
+        .filter(|(a, _)| !shipped.contains(a.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "doctor names alerts the rules do not define: {missing:?}"
+    );
+}

@@ -161,9 +161,15 @@ fn unprivileged_the_agent_reads_this_machine_like_root() {
     // Module EEPROM needs CAP_NET_ADMIN: where the node has netdevs to ask, the transceiver
     // source is absent unprivileged and says why once (as root, a netdev without a module
     // answers EOPNOTSUPP: no series either).
-    if nobody.log().contains("MODULE_EEPROM_GET needs CAP_NET_ADMIN") {
+    if nobody
+        .log()
+        .contains("MODULE_EEPROM_GET needs CAP_NET_ADMIN")
+    {
         assert_eq!(
-            nobody.log().matches("MODULE_EEPROM_GET needs CAP_NET_ADMIN").count(),
+            nobody
+                .log()
+                .matches("MODULE_EEPROM_GET needs CAP_NET_ADMIN")
+                .count(),
             1,
             "said once:\n{}",
             nobody.log()

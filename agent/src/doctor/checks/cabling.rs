@@ -1,8 +1,8 @@
 //! Step 13, the cabling: who is at the far end of each port (the `neighbour` collector's LLDP
 //! and SMP series), as a table, and the far end's settings against this end's, as the alerts
 //! of the same names compare them: the InfiniBand far end's rate and width against the port's
-//! (`RailscopeNeighbourRateLower`), the switch port's Maximum Frame Size against the netdev's
-//! MTU (`RailscopeNeighbourMTUAboveFrameSize`), the switch port's PFC priorities against the
+//! (`RailscopeNeighbourPortSlower`), the switch port's Maximum Frame Size against the netdev's
+//! MTU (`RailscopeNeighbourFrameSizeBelowMTU`), the switch port's PFC priorities against the
 //! host's (`RailscopeNeighbourPFCMismatch`), and the neighbour's name against the pattern the
 //! config file's `expected.rail-neighbours` gives the port's rail (`RailscopeRailMiscabled`).
 //! A link whose far end is not known (no permission, no SMPs on the port, no LLDP frames) is a
@@ -24,8 +24,9 @@ const PFC: &str = "railscope_neighbour_pfc_enabled";
 /// Where the alerts' expected pattern per rail comes from.
 pub(super) const RAIL_PATTERN: &str = "railscope_inventory_expected_rail_neighbour_info";
 
-/// The Ethernet header and FCS a frame adds to the netdev's MTU (no VLAN tag).
-const ETHERNET_OVERHEAD_BYTES: f64 = 18.0;
+/// The Ethernet header and FCS a frame adds to the netdev's MTU (no VLAN tag), as the alert
+/// counts it (`_config.thresholds.neighbourFrameOverheadBytes`).
+const ETHERNET_OVERHEAD_BYTES: f64 = super::rules::NEIGHBOUR_FRAME_OVERHEAD_BYTES;
 
 const SMP: &str = "SMP (directed route, PortInfo of the far end)";
 const LLDP: &str = "LLDP (IEEE 802.1AB)";
@@ -250,7 +251,7 @@ pub(super) fn cabling(node: &Node) -> (Vec<Finding>, Option<Table>) {
                 out.push(
                     f.meaning("The switch port reports a slower or narrower link than this port sees: the two ends disagree on what trained, a sign of a marginal cable or module, or a switch port configured to a lower speed.")
                         .fix("Compare with the switch's view (ibportstate, the switch CLI); reseat or replace the cable; check the switch port's configured speeds and widths.")
-                        .alert("RailscopeNeighbourRateLower"),
+                        .alert("RailscopeNeighbourPortSlower"),
                 );
             }
         }
@@ -269,8 +270,8 @@ pub(super) fn cabling(node: &Node) -> (Vec<Finding>, Option<Table>) {
                     .evidence("netdev MTU", format!("{mtu}"), format!("/sys/class/net/{}/mtu", l.netdev))
                     .evidence("switch port Maximum Frame Size", format!("{mfs}"), LLDP)
                     .meaning("Frames larger than the switch port's maximum are dropped there: large RDMA and IP packets vanish while small ones pass, which looks like a hang or a retransmission storm.")
-                    .fix(format!("Raise the switch port's MTU to at least {} (MTU + 18, + 4 per VLAN tag), or lower the netdev's MTU to match.", mtu + ETHERNET_OVERHEAD_BYTES))
-                    .alert("RailscopeNeighbourMTUAboveFrameSize"),
+                    .fix(format!("Raise the switch port's MTU to at least {} (MTU + {ETHERNET_OVERHEAD_BYTES}, + 4 per VLAN tag), or lower the netdev's MTU to match.", mtu + ETHERNET_OVERHEAD_BYTES))
+                    .alert("RailscopeNeighbourFrameSizeBelowMTU"),
             );
         }
         // PFC on other priorities than the host's, where the switch sent its PFC TLV.

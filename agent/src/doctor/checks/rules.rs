@@ -32,6 +32,10 @@ pub(crate) const TRANSCEIVER_LANE_LIT_WATTS: f64 = 1e-05;
 /// `_config.thresholds.transceiverTemperatureMarginCelsius`.
 pub(crate) const TRANSCEIVER_TEMPERATURE_MARGIN_CELSIUS: f64 = 0.0;
 
+/// Bytes a frame adds to the MTU: Ethernet header and FCS (RailscopeNeighbourFrameSizeBelowMTU).
+/// `_config.thresholds.neighbourFrameOverheadBytes`.
+pub(crate) const NEIGHBOUR_FRAME_OVERHEAD_BYTES: f64 = 18.0;
+
 /// XIDs that need a GPU reset, a reboot or a new GPU (RailscopeGPUXidHardware).
 /// `_config.xids.hardware`.
 pub(crate) const XID_HARDWARE: &[u32] = &[

@@ -504,11 +504,13 @@ impl NeighbourSource {
             .map(|d| d.name)
             .collect();
         let (fs, sysfs) = (Arc::clone(&self.fs), self.sysfs.clone());
-        run.each(devices, 1, move |device| device_ports(fs.as_ref(), &sysfs, device))
-            .into_iter()
-            .filter_map(|(_, unit)| unit.done())
-            .flatten()
-            .collect()
+        run.each(devices, 1, move |device| {
+            device_ports(fs.as_ref(), &sysfs, device)
+        })
+        .into_iter()
+        .filter_map(|(_, unit)| unit.done())
+        .flatten()
+        .collect()
     }
 
     /// The umad device of each (RDMA device, port).
@@ -787,8 +789,12 @@ fn device_ports(fs: &dyn Fs, sysfs: &Path, device: &str) -> Vec<RdmaPort> {
         };
         let pdir = dir.join("ports").join(&p.name);
         let link_layer = attr::peek(fs, &pdir.join("link_layer")).unwrap_or_default();
-        let active = attr::peek(fs, &pdir.join("state"))
-            .is_some_and(|s| s.trim_start().starts_with("4:"));
+        // The state matters to the SMP side only (a port that becomes ACTIVE is asked at
+        // once): read for InfiniBand ports alone, so the file is not read twice a scrape on
+        // a RoCE node (the infiniband source reads it too).
+        let active = link_layer == "InfiniBand"
+            && attr::peek(fs, &pdir.join("state"))
+                .is_some_and(|s| s.trim_start().starts_with("4:"));
         let ndevs = pdir.join("gid_attrs/ndevs");
         let netdev = ["0", "1", "2", "3"]
             .iter()
