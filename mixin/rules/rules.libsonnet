@@ -287,13 +287,26 @@ local lib = import '../lib/rules.libsonnet';
           },
           // Pre-FEC bit error rate of each netdev over an hour: the bits its FEC corrected (the
           // phy collector's total, or where it has none the ethtool collector's mlx5
-          // rx_corrected_bits_phy) per bit of link rate (`basis="link_rate"`). A PHY receives at
-          // its line rate whatever the traffic (idles are coded and corrected too), so the link
-          // rate is the bits it decoded; the coded line rate is a little higher (FEC overhead),
-          // which makes this a slight overestimate.
+          // rx_corrected_bits_phy) per bit the PHY received where the driver counts them (mlx5
+          // rx_bits_phy, railscope_netdev_phy_received_bits_total: `basis="received_bits"`),
+          // else per bit of link rate (`basis="link_rate"`). A PHY receives at its line rate
+          // whatever the traffic (idles are coded and corrected too), so the link rate is the
+          // bits it decoded; the coded line rate is a little higher (FEC overhead), which makes
+          // the link-rate basis a slight overestimate. Each netdev has one basis at a time.
           {
             record: 'railscope:phy_pre_fec_ber:rate1h',
             expr: |||
+              label_replace(
+                (
+                  sum by (%(cluster)s, instance, job, netdev) (rate(railscope_phy_fec_corrected_bits_total{%(selector)s}[1h]))
+                  or on (%(cluster)s, instance, netdev)
+                  sum by (%(cluster)s, instance, job, netdev) (rate(railscope_netdev_phy_fec_corrected_bit_errors_total{%(selector)s}[1h]))
+                )
+                / on (%(cluster)s, instance, netdev) group_left ()
+                (sum by (%(cluster)s, instance, job, netdev) (rate(railscope_netdev_phy_received_bits_total{%(selector)s}[1h])) > 0),
+                "basis", "received_bits", "", ""
+              )
+              or on (%(cluster)s, instance, netdev)
               label_replace(
                 (
                   sum by (%(cluster)s, instance, job, netdev) (rate(railscope_phy_fec_corrected_bits_total{%(selector)s}[1h]))

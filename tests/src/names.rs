@@ -24,6 +24,7 @@ pub const LIVE_ONLY: &[&str] = &[
     "railscope_netdev_out_of_buffer_discards_total",
     "railscope_netdev_phy_fec_corrected_bit_errors_total",
     "railscope_netdev_phy_symbol_errors_total",
+    "railscope_netdev_phy_received_bits_total",
     "railscope_netdev_bytes_total",
     "railscope_netdev_errors_total",
     "railscope_netdev_drops_total",

@@ -42,6 +42,7 @@ enum F {
     PhyCorrected,
     PhySymbol,
     PhyLinkDown,
+    PhyReceivedBits,
     RdmaUnicastPackets,
     RdmaUnicastBytes,
     RdmaMulticastPackets,
@@ -123,6 +124,10 @@ fn empty_families() -> Vec<Family> {
             "Times the physical link went down, from ethtool link_down_events_phy.",
         ),
         Family::counter(
+            "railscope_netdev_phy_received_bits",
+            "Bits the physical layer received, from ethtool rx_bits_phy (mlx5 phy_received_bits, where the driver has it): the denominator of the pre-FEC bit error rate.",
+        ),
+        Family::counter(
             "railscope_netdev_rdma_unicast_packets",
             "RDMA unicast packets received and sent by the vport, from ethtool rx/tx_vport_rdma_unicast_packets.",
         ),
@@ -196,6 +201,7 @@ fn series(netdev: &str, stat: Stat) -> (F, Vec<(&'static str, String)>) {
         Stat::PhyCorrectedBits => (F::PhyCorrected, vec![n]),
         Stat::PhySymbolErrors => (F::PhySymbol, vec![n]),
         Stat::PhyLinkDownEvents => (F::PhyLinkDown, vec![n]),
+        Stat::PhyReceivedBits => (F::PhyReceivedBits, vec![n]),
         Stat::RdmaPackets { direction, cast } => (
             match cast {
                 Cast::Unicast => F::RdmaUnicastPackets,

@@ -185,6 +185,9 @@ pub enum Stat {
     PhySymbolErrors,
     /// `link_down_events_phy`: times the physical link went down.
     PhyLinkDownEvents,
+    /// `rx_bits_phy`: bits the PHY received (mlx5 PPCNT `phy_received_bits`; MLNX_OFED and
+    /// newer kernels): the denominator of the pre-FEC bit error rate.
+    PhyReceivedBits,
     /// `rx_vport_rdma_unicast_packets` and friends: RDMA packets of the vport.
     RdmaPackets {
         /// Direction.
@@ -246,6 +249,7 @@ const FIXED: &[(&str, Stat)] = &[
     ("rx_corrected_bits_phy", Stat::PhyCorrectedBits),
     ("rx_pcs_symbol_err_phy", Stat::PhySymbolErrors),
     ("link_down_events_phy", Stat::PhyLinkDownEvents),
+    ("rx_bits_phy", Stat::PhyReceivedBits),
     ("rx_ecn_mark", Stat::EcnMarked),
 ];
 
@@ -511,6 +515,7 @@ mod tests {
             ("rx_corrected_bits_phy", Some(Stat::PhyCorrectedBits)),
             ("rx_pcs_symbol_err_phy", Some(Stat::PhySymbolErrors)),
             ("link_down_events_phy", Some(Stat::PhyLinkDownEvents)),
+            ("rx_bits_phy", Some(Stat::PhyReceivedBits)),
             (
                 "rx_vport_rdma_unicast_packets",
                 Some(Stat::RdmaPackets {

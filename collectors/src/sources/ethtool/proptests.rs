@@ -58,6 +58,7 @@ fn stat() -> impl Strategy<Value = Stat> {
         Just(PhyCorrectedBits),
         Just(PhySymbolErrors),
         Just(PhyLinkDownEvents),
+        Just(PhyReceivedBits),
         (direction(), any::<bool>()).prop_map(|(direction, u)| RdmaPackets {
             direction,
             cast: if u {
@@ -143,6 +144,7 @@ fn driver_names(stat: Stat) -> Vec<String> {
         PhyCorrectedBits => vec!["rx_corrected_bits_phy".into()],
         PhySymbolErrors => vec!["rx_pcs_symbol_err_phy".into()],
         PhyLinkDownEvents => vec!["link_down_events_phy".into()],
+        PhyReceivedBits => vec!["rx_bits_phy".into()],
         RdmaPackets { direction, cast: c } => {
             vec![format!(
                 "{}_vport_rdma_{}_packets",
