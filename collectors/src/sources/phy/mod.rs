@@ -79,6 +79,10 @@ pub struct PhySource {
     filter: NetdevFilter,
     /// The netdevs of the last collection.
     departures: Arc<Departures>,
+    /// The generic netlink socket, ethtool family resolved, kept between collections: a
+    /// scrape asks nlctrl nothing and opens nothing. `None` until first needed, and again
+    /// after a request on it failed in a way that could leave replies behind.
+    socket: Arc<Mutex<Option<GenlSocket>>>,
 }
 
 impl PhySource {
@@ -105,25 +109,6 @@ impl PhySource {
         if selected.is_empty() {
             return report;
         }
-        let mut socket = match open() {
-            Ok(socket) => socket,
-            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
-                report.absent = Some(
-                    "the kernel has no ethtool generic netlink family (CONFIG_ETHTOOL_NETLINK)"
-                        .into(),
-                );
-                return report;
-            }
-            Err(err) => {
-                report.errors.push(CollectError::netlink(
-                    None,
-                    PROTOCOL,
-                    "CTRL_CMD_GETFAMILY ethtool",
-                    &err,
-                ));
-                return report;
-            }
-        };
         let links = match RtnlSocket::open(RECEIVE_TIMEOUT).and_then(|mut s| s.dump_links()) {
             Ok(links) => links,
             Err(err) => {
@@ -131,9 +116,51 @@ impl PhySource {
                 return report;
             }
         };
-        let family = match socket.family(ethtool::FAMILY) {
-            Ok(f) => f.id,
-            Err(err) => {
+        // No selected netdev of this namespace (a fixture tree, another namespace's sysfs):
+        // nothing to ask ethtool netlink, so no socket either.
+        if !links
+            .iter()
+            .any(|l| l.name.as_ref().is_some_and(|n| selected.contains(n)))
+        {
+            report.absent = Some(format!(
+                "none of the selected netdevs under {} is in the agent's network namespace; ethtool netlink reaches only those",
+                class.display()
+            ));
+            return report;
+        }
+        {
+            let mut kept = self.socket.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.is_none() {
+                match open() {
+                    Ok(socket) => *kept = Some(socket),
+                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+                        report.absent = Some(
+                            "the kernel has no ethtool generic netlink family (CONFIG_ETHTOOL_NETLINK)"
+                                .into(),
+                        );
+                        return report;
+                    }
+                    Err(err) => {
+                        report.errors.push(CollectError::netlink(
+                            None,
+                            PROTOCOL,
+                            "CTRL_CMD_GETFAMILY ethtool",
+                            &err,
+                        ));
+                        return report;
+                    }
+                }
+            }
+        }
+        let family = match self
+            .socket
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(|s| s.family(ethtool::FAMILY))
+        {
+            Some(Ok(f)) => f.id,
+            Some(Err(err)) => {
                 report.errors.push(CollectError::netlink(
                     None,
                     PROTOCOL,
@@ -142,11 +169,12 @@ impl PhySource {
                 ));
                 return report;
             }
+            None => return report,
         };
-        // One socket for the units that run in turn; a unit that finds it held (by a request
-        // stuck in a wedged driver) opens its own.
+        // One socket for the units that run in turn, kept for the next collection; a unit
+        // that finds it held (by a request stuck in a wedged driver) opens its own.
         let (src, links) = (self.clone(), Arc::new(links));
-        let socket = Arc::new(Mutex::new(socket));
+        let socket = Arc::clone(&self.socket);
         let units = run.each(selected, 1, move |name| {
             let mut errors = Vec::new();
             let link = links
@@ -155,9 +183,13 @@ impl PhySource {
             let Some(link) = link else {
                 return (None, errors);
             };
-            let read = match socket.try_lock() {
-                Ok(mut shared) => read_netdev(&mut shared, family, name, link.index, &mut errors),
-                Err(_) => match open() {
+            let held = socket.try_lock();
+            let read = match held {
+                Ok(mut kept) if kept.is_some() => match kept.as_mut() {
+                    Some(shared) => read_netdev(shared, family, name, link.index, &mut errors),
+                    None => Some(None),
+                },
+                _ => match open() {
                     Ok(mut own) => read_netdev(&mut own, family, name, link.index, &mut errors),
                     Err(err) => {
                         errors.push(CollectError::netlink(
@@ -197,6 +229,7 @@ impl Source for PhySource {
             sysfs: from.roots.sysfs.clone(),
             filter: NetdevFilter::from_options(from.options)?,
             departures: Arc::default(),
+            socket: Arc::default(),
         })
     }
 

@@ -426,6 +426,7 @@ fn source(include: &str) -> PhySource {
             exclude: None,
         },
         departures: Arc::default(),
+        socket: Arc::default(),
     }
 }
 
@@ -459,6 +460,8 @@ fn a_veth_pair_gives_its_carrier_and_no_fec() {
         })
     );
 
+    // The socket, its family resolved, is kept for the next collection.
+    assert!(src.socket.lock().unwrap().is_some());
     veth.set(&veth.1, "up");
     let report = src.read();
     assert_eq!(report.errors, vec![]);
