@@ -65,6 +65,8 @@
 
 pub(crate) mod error;
 pub mod fs;
+#[cfg(test)]
+mod hexfixture;
 pub mod netdevs;
 pub(crate) mod netlink;
 pub mod pcie;
